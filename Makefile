@@ -1,0 +1,46 @@
+# a2annotate: `make run` serves the demo, `make test` runs the whole suite.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+HOST ?= 127.0.0.1
+PORT ?= 8000
+DEMO_RUNS ?= 300
+export DATABASE_URL ?= sqlite:///./a2annotate.db
+
+.PHONY: install run test test-fast bench lint clean chromium
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[test]'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+## run: install, migrate, load the demo corpus into SQLite, serve on 127.0.0.1:8000
+run: install
+	$(BIN)/a2annotate db upgrade
+	$(BIN)/a2annotate demo --runs $(DEMO_RUNS) --with-users
+	$(BIN)/a2annotate serve --host $(HOST) --port $(PORT)
+
+## chromium: the headless browser the end-to-end test drives (Debian's package)
+chromium:
+	@command -v chromium >/dev/null 2>&1 || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null)
+
+## test: install and run the whole suite (SQLite and PostgreSQL)
+test: install chromium
+	$(BIN)/python -m pytest -n 2 -q
+
+test-fast: install
+	$(BIN)/python -m pytest -n 2 -q -m "not e2e"
+
+## bench: speed and memory benchmarks, written to bench/RESULTS.md
+bench: install
+	$(BIN)/python -m bench.run
+
+lint: install
+	$(BIN)/ruff check app tests bench
+
+clean:
+	rm -rf $(VENV) a2annotate.db a2annotate.db-wal a2annotate.db-shm .pytest_cache

@@ -1,0 +1,100 @@
+"""Assignments, annotations (one annotator's labelling of one run), labels, gold labels."""
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Optional
+
+from sqlalchemy import JSON, Column, Text, UniqueConstraint
+from sqlmodel import Field, SQLModel
+
+from app.runs.models import utcnow
+
+
+class Assignment(SQLModel, table=True):
+    __tablename__ = "assignment"
+    __table_args__ = (UniqueConstraint("run_pk", "user_id", "taxonomy_pk"),)
+    id: Optional[int] = Field(default=None, primary_key=True)
+    run_pk: int = Field(foreign_key="run.id", index=True, ondelete="CASCADE")
+    user_id: int = Field(foreign_key="user_account.id", index=True, ondelete="CASCADE")
+    taxonomy_pk: int = Field(foreign_key="taxonomy.id")
+    #: Order of the run in the annotator's queue.
+    position: int = 0
+    batch: Optional[str] = Field(default=None, max_length=200)
+    created_at: datetime = Field(default_factory=utcnow)
+
+
+class Annotation(SQLModel, table=True):
+    """One annotator's work on one run under one taxonomy version."""
+
+    __tablename__ = "annotation"
+    __table_args__ = (UniqueConstraint("run_pk", "user_id", "taxonomy_pk"),)
+    id: Optional[int] = Field(default=None, primary_key=True)
+    run_pk: int = Field(foreign_key="run.id", index=True, ondelete="CASCADE")
+    user_id: int = Field(foreign_key="user_account.id", index=True, ondelete="CASCADE")
+    taxonomy_pk: int = Field(foreign_key="taxonomy.id", index=True)
+    #: draft | submitted
+    status: str = Field(default="draft", max_length=20)
+    #: explicit "no failure found" (an empty set is data, not a gap)
+    no_failure: bool = False
+    #: human | import | audit
+    origin: str = Field(default="human", max_length=20)
+    time_ms: int = 0
+    note: Optional[str] = Field(default=None, sa_column=Column(Text))
+    started_at: datetime = Field(default_factory=utcnow)
+    updated_at: datetime = Field(default_factory=utcnow)
+    submitted_at: Optional[datetime] = None
+
+
+class Label(SQLModel, table=True):
+    __tablename__ = "label"
+    id: Optional[int] = Field(default=None, primary_key=True)
+    annotation_id: int = Field(foreign_key="annotation.id", index=True, ondelete="CASCADE")
+    mode: str = Field(max_length=40)
+    agent: str = Field(max_length=200)
+    principals: list[str] = Field(default_factory=list, sa_column=Column(JSON, nullable=False))
+    evidence: list[int] = Field(default_factory=list, sa_column=Column(JSON, nullable=False))
+    note: Optional[str] = Field(default=None, sa_column=Column(Text))
+    confidence: Optional[float] = None
+    time_ms: int = 0
+    created_at: datetime = Field(default_factory=utcnow)
+
+
+class GoldRun(SQLModel, table=True):
+    """Adjudication state of a run: gold labels hang off it."""
+
+    __tablename__ = "gold_run"
+    __table_args__ = (UniqueConstraint("run_pk", "taxonomy_pk"),)
+    id: Optional[int] = Field(default=None, primary_key=True)
+    run_pk: int = Field(foreign_key="run.id", index=True, ondelete="CASCADE")
+    taxonomy_pk: int = Field(foreign_key="taxonomy.id")
+    #: open | adjudicated
+    status: str = Field(default="open", max_length=20)
+    no_failure: bool = False
+    reviewer_id: Optional[int] = Field(default=None, foreign_key="user_account.id")
+    rationale: Optional[str] = Field(default=None, sa_column=Column(Text))
+    updated_at: datetime = Field(default_factory=utcnow)
+
+
+class GoldLabel(SQLModel, table=True):
+    __tablename__ = "gold_label"
+    id: Optional[int] = Field(default=None, primary_key=True)
+    gold_run_id: int = Field(foreign_key="gold_run.id", index=True, ondelete="CASCADE")
+    mode: str = Field(max_length=40)
+    agent: str = Field(max_length=200)
+    principals: list[str] = Field(default_factory=list, sa_column=Column(JSON, nullable=False))
+    evidence: list[int] = Field(default_factory=list, sa_column=Column(JSON, nullable=False))
+    #: unanimity | majority | adjudication
+    origin: str = Field(max_length=20)
+    #: pre-accepted unanimity labels can be undone by the reviewer (accepted=False)
+    accepted: bool = True
+    rationale: Optional[str] = Field(default=None, sa_column=Column(Text))
+    created_by: Optional[int] = Field(default=None, foreign_key="user_account.id")
+    created_at: datetime = Field(default_factory=utcnow)
+
+
+class AppSetting(SQLModel, table=True):
+    """Small key/value settings changed at run time (e.g. `labels_revealed`)."""
+
+    __tablename__ = "app_setting"
+    key: str = Field(primary_key=True, max_length=100)
+    value: Any = Field(default=None, sa_column=Column(JSON, nullable=True))

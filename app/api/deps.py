@@ -1,0 +1,64 @@
+"""FastAPI dependencies: database session, the current user (Bearer token or session cookie)."""
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Annotated
+
+from fastapi import Depends, HTTPException, Request, status
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from sqlmodel import Session
+
+from app.auth.models import User
+from app.auth.service import user_for_token
+
+bearer = HTTPBearer(auto_error=False, description="API token from `a2annotate tokens create NAME`")
+
+
+def get_session(request: Request) -> Iterator[Session]:
+    """A session per request; committed when the handler returns without error."""
+    with Session(request.app.state.engine) as session:
+        try:
+            yield session
+            session.commit()
+        except Exception:
+            session.rollback()
+            raise
+
+
+SessionDep = Annotated[Session, Depends(get_session)]
+
+
+def current_api_user(
+    request: Request, session: SessionDep,
+    creds: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)],
+) -> User:
+    """The token's user; the web session cookie also works so pages can call the API."""
+    if creds is not None and creds.scheme.lower() == "bearer":
+        user = user_for_token(session, creds.credentials)
+        if user is not None:
+            return user
+        raise HTTPException(status.HTTP_401_UNAUTHORIZED, "invalid or revoked API token",
+                            headers={"WWW-Authenticate": "Bearer"})
+    uid = request.session.get("uid") if "session" in request.scope else None
+    if uid is not None:
+        user = session.get(User, uid)
+        if user is not None and user.is_active:
+            return user
+    raise HTTPException(status.HTTP_401_UNAUTHORIZED, "authentication required: send 'Authorization: Bearer <token>'",
+                        headers={"WWW-Authenticate": "Bearer"})
+
+
+ApiUser = Annotated[User, Depends(current_api_user)]
+
+
+def require_role(*roles: str):
+    def check(user: ApiUser) -> User:
+        if user.role not in roles:
+            raise HTTPException(status.HTTP_403_FORBIDDEN, f"requires role {' or '.join(roles)}")
+        return user
+
+    return check
+
+
+ReviewerUser = Annotated[User, Depends(require_role("admin", "reviewer"))]
+AdminUser = Annotated[User, Depends(require_role("admin"))]

@@ -1,0 +1,81 @@
+"""REST routes for runs and bulk import."""
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, HTTPException, Query, Request, UploadFile
+from fastapi.concurrency import run_in_threadpool
+
+from app.api.deps import ApiUser, SessionDep
+from app.core.config import get_settings
+from app.runs import service
+
+router = APIRouter(prefix="/api/v1", tags=["runs"])
+
+
+@router.get("/runs", summary="List runs with filters and pagination")
+def list_runs(
+    session: SessionDep, user: ApiUser,
+    family: str | None = None, scenario: str | None = None, model: str | None = None,
+    harness: str | None = None, status: str | None = None, alignment: str | None = None,
+    annotated_by: Annotated[str | None, Query(description="username with a submitted annotation")] = None,
+    page: Annotated[int, Query(ge=1)] = 1,
+    page_size: Annotated[int, Query(ge=1, description="at most MAX_PAGE_SIZE (default 500)")] = 50,
+) -> dict[str, Any]:
+    """Runs ordered by run_id. `annotated_by` is refused for another user's name while labels are
+    blind, unless the caller is a reviewer or admin."""
+    page_size = min(page_size, get_settings().max_page_size)
+    if annotated_by and annotated_by != user.username and user.role == "annotator":
+        from app.annotations.blind import labels_visible_to
+
+        if not labels_visible_to(session, user):
+            raise HTTPException(403, "blind mode: annotators cannot filter by another annotator's work")
+    f = service.RunFilter(family=family, scenario=scenario, model=model, harness=harness, status=status,
+                          alignment=alignment, annotated_by=annotated_by)
+    total, rows = service.list_runs(session, f, page, page_size)
+    return {"total": total, "page": page, "page_size": page_size,
+            "items": [service.run_summary(session, r) for r in rows]}
+
+
+@router.get("/runs/{run_id}", summary="One run in canonical shape")
+def get_run(run_id: str, session: SessionDep, user: ApiUser) -> dict[str, Any]:
+    run = service.get_run(session, run_id)
+    if run is None:
+        raise HTTPException(404, f"no run {run_id!r}")
+    return service.to_canonical(session, run)
+
+
+@router.post(
+    "/imports",
+    summary="Bulk import runs",
+    description=(
+        "Body: a JSON array of canonical runs (`application/json`), JSON Lines (`application/x-ndjson`), "
+        "or a multipart upload with field `file` (a JSON/JSONL file, an A2A wire log, or a zip of files or "
+        "per-run directories). Each run is stored atomically; a rejected run leaves nothing behind. "
+        "Query `replace=true` overwrites runs whose content changed. Answers "
+        "`{imported, unchanged, rejected, errors:[{location, message}]}`."),
+)
+async def import_runs(request: Request, user: ApiUser, replace: bool = False) -> dict[str, Any]:
+    if user.role not in ("admin", "reviewer"):
+        raise HTTPException(403, "requires role admin or reviewer")
+    from app.ingest.loader import import_bytes
+
+    settings = get_settings()
+    ctype = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if ctype == "multipart/form-data":
+        form = await request.form()
+        upload = form.get("file")
+        if not isinstance(upload, UploadFile) and not hasattr(upload, "read"):
+            raise HTTPException(422, "multipart upload needs a field named 'file'")
+        data = await upload.read()
+        filename = upload.filename or "upload"
+        ctype = upload.content_type or ""
+    else:
+        data = await request.body()
+        filename = "request-body.jsonl" if "ndjson" in ctype or "jsonl" in ctype else "request-body.json"
+    if len(data) > settings.max_upload_bytes:
+        raise HTTPException(413, f"upload larger than {settings.max_upload_bytes} bytes")
+    if not data.strip():
+        raise HTTPException(422, "empty body: send a JSON array, JSON Lines or a file")
+    summary = await run_in_threadpool(import_bytes, request.app.state.engine, data, filename, ctype, replace)
+    return summary.to_dict()

@@ -1,0 +1,107 @@
+"""Taxonomy versions in the database. Files are the source; each changed file is a new version."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from sqlalchemy import func
+from sqlmodel import Session, select
+
+from app.taxonomies.models import Taxonomy
+
+
+def register_file(session: Session, path: str | Path) -> tuple[Taxonomy, bool]:
+    """Store the taxonomy in `path` unless this exact content is stored; returns (row, created)."""
+    from app.taxonomies.loader import load_taxonomy_file
+
+    tdef = load_taxonomy_file(path)
+    row = session.exec(select(Taxonomy).where(Taxonomy.key == tdef.key,
+                                              Taxonomy.content_hash == tdef.content_hash)).first()
+    if row is not None:
+        return row, False
+    last = session.exec(select(func.max(Taxonomy.version)).where(Taxonomy.key == tdef.key)).one()
+    row = Taxonomy(key=tdef.key, version=(last or 0) + 1, name=tdef.name, content_hash=tdef.content_hash,
+                   definition=tdef.definition, source_file=str(Path(path).name))
+    session.add(row)
+    session.flush()
+    return row, True
+
+
+def sync_builtin(session: Session, folder: str | Path) -> list[Taxonomy]:
+    """Register every taxonomy file in `folder` (the built-ins); returns the new versions."""
+    from app.taxonomies.loader import builtin_taxonomy_files
+
+    created = []
+    for f in builtin_taxonomy_files(folder):
+        row, new = register_file(session, f)
+        if new:
+            created.append(row)
+    return created
+
+
+def latest(session: Session, key: str) -> Taxonomy | None:
+    return session.exec(select(Taxonomy).where(Taxonomy.key == key).order_by(Taxonomy.version.desc())).first()
+
+
+def all_versions(session: Session) -> list[Taxonomy]:
+    return list(session.exec(select(Taxonomy).order_by(Taxonomy.key, Taxonomy.version)).all())
+
+
+def latest_versions(session: Session) -> list[Taxonomy]:
+    rows = all_versions(session)
+    out: dict[str, Taxonomy] = {}
+    for r in rows:
+        out[r.key] = r
+    return list(out.values())
+
+
+def resolve(session: Session, ref: str | None) -> Taxonomy | None:
+    """`a2-failures`, `a2-failures@2` or a numeric id; None means the default (a2-failures latest)."""
+    if ref is None or ref == "":
+        return latest(session, "a2-failures") or (latest_versions(session) or [None])[0]
+    if ref.isdigit():
+        return session.get(Taxonomy, int(ref))
+    if "@" in ref:
+        key, _, ver = ref.partition("@")
+        ver = ver.lstrip("v")
+        if not ver.isdigit():
+            return None
+        return session.exec(select(Taxonomy).where(Taxonomy.key == key, Taxonomy.version == int(ver))).first()
+    return latest(session, ref)
+
+
+def mode_codes(tax: Taxonomy) -> list[str]:
+    return [m["code"] for m in tax.definition.get("modes", [])]
+
+
+def mode_category(tax: Taxonomy) -> dict[str, str]:
+    return {m["code"]: m["category"] for m in tax.definition.get("modes", [])}
+
+
+def canonical_mode(tax: Taxonomy, code: str) -> str | None:
+    """The mode code for `code` or one of its aliases (case-insensitive), else None."""
+    c = code.strip().lower()
+    for m in tax.definition.get("modes", []):
+        if m["code"].lower() == c or c in [a.lower() for a in m.get("aliases") or []] or m["name"].lower() == c:
+            return m["code"]
+    return None
+
+
+def taxonomy_for_mode(session: Session, code: str, cache: dict | None = None) -> Taxonomy | None:
+    """The latest taxonomy version that has mode `code` (a2-failures first)."""
+    cache = cache if cache is not None else {}
+    if "versions" not in cache:
+        rows = latest_versions(session)
+        rows.sort(key=lambda t: (t.key != "a2-failures", t.key))
+        cache["versions"] = rows
+    for t in cache["versions"]:
+        if canonical_mode(t, code):
+            return t
+    return None
+
+
+def to_api(t: Taxonomy, full: bool = True) -> dict:
+    d = {"id": t.id, "key": t.key, "version": t.version, "name": t.name, "content_hash": t.content_hash,
+         "source_file": t.source_file, "created_at": t.created_at.isoformat()}
+    if full:
+        d.update({k: t.definition.get(k) for k in ("description", "provenance", "categories", "modes")})
+    return d

@@ -1,0 +1,20 @@
+"""Jinja2 templates (autoescape on) with the helpers every page needs."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from fastapi import Request
+from fastapi.templating import Jinja2Templates
+
+from app.web.csrf import csrf_token
+
+TEMPLATES_DIR = Path(__file__).parent / "templates"
+templates = Jinja2Templates(directory=str(TEMPLATES_DIR))  # autoescape on for .html
+templates.env.globals["csrf_token"] = csrf_token
+templates.env.filters["tojson_pretty"] = lambda v: json.dumps(v, indent=2, ensure_ascii=False, sort_keys=False, default=str)
+
+
+def render(request: Request, name: str, status_code: int = 200, **context):
+    context.setdefault("user", getattr(request.state, "user", None))
+    return templates.TemplateResponse(request, name, context, status_code=status_code)
