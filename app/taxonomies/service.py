@@ -77,13 +77,27 @@ def mode_category(tax: Taxonomy) -> dict[str, str]:
     return {m["code"]: m["category"] for m in tax.definition.get("modes", [])}
 
 
-def canonical_mode(tax: Taxonomy, code: str) -> str | None:
-    """The mode code for `code` or one of its aliases (case-insensitive), else None."""
-    c = code.strip().lower()
-    for m in tax.definition.get("modes", []):
-        if m["code"].lower() == c or c in [a.lower() for a in m.get("aliases") or []] or m["name"].lower() == c:
-            return m["code"]
-    return None
+def taxonomy_def(tax: Taxonomy):
+    """The parsed `TaxonomyDef` of a stored version (cached per row id and hash)."""
+    from app.taxonomies.loader import parse_taxonomy
+
+    key = (tax.id, tax.content_hash)
+    if key not in _DEF_CACHE:
+        _DEF_CACHE[key] = parse_taxonomy(tax.definition, source=f"{tax.key}@{tax.version}")
+    return _DEF_CACHE[key]
+
+
+_DEF_CACHE: dict = {}
+
+
+def canonical_mode(tax: Taxonomy, code) -> str | None:
+    """The mode code for `code`, a name or an alias (case and spacing ignored), else None."""
+    from app.taxonomies.loader import UnknownModeError
+
+    try:
+        return taxonomy_def(tax).mode(code)["code"]
+    except UnknownModeError:
+        return None
 
 
 def taxonomy_for_mode(session: Session, code: str, cache: dict | None = None) -> Taxonomy | None:

@@ -1,0 +1,1 @@
+"""Tests for taxonomy data files and the pure taxonomy loader."""
