@@ -1,0 +1,634 @@
+"""Turn failure-mode labels into ratings matrices and build the agreement report.
+
+Inputs (pandas DataFrames)
+--------------------------
+* ``labels``: one row per label, columns ``annotator, run_id, mode`` (required) and
+  ``category, agent, evidence`` (optional; ``evidence`` is a list of event indices, ``agent``
+  the responsible agent).  ``category`` is informational: categories come from ``mode_category``.
+* ``submissions``: columns ``annotator, run_id``: the (annotator, run) pairs that were
+  submitted.  Only submitted pairs count: labels of an unsubmitted pair are ignored (their number
+  is reported), a submitted run with no labels means "no failure found" (every mode absent),
+  and an annotator who did not submit a run is *missing* for that run.
+* ``modes``: the taxonomy's mode codes; ``mode_category``: mode -> category code.
+* ``agents``: columns ``run_id, agent_id`` (the agents of each run), for ``level="agent"``.
+
+Units
+-----
+* run level: a unit is a submitted run; per mode the cell is 1 (annotator marked the mode),
+  0 (submitted without it) or missing.
+* agent level: a unit is a (run, agent) pair from ``agents``; the cell is 1 when the annotator
+  marked the mode *and attributed it to that agent*.  Labels with no agent or an agent not
+  listed for the run are counted in ``unattributed_labels`` and do not mark any unit.
+* run x category (or run x agent x category): 1 when any mode of the category is marked.
+* set-valued: the set of modes an annotator marked on the unit (the empty set is data).
+
+Report definitions
+------------------
+* ``prevalence``: share of present (1) ratings among all non-missing ratings of the row.
+* ``kappa_paradox``: prevalence < 0.1 or > 0.9 while percent agreement >= 0.8 and Fleiss'
+  kappa < 0.4: kappa is depressed by the skewed marginals (Feinstein & Cicchetti 1990);
+  ``advice`` then says to read Gwet's AC1 alongside.
+* Intervals resample *runs* (clusters) with replacement, so the pooled run x mode rows and the
+  agent level respect that the units of one run are not independent.
+* blame agreement: over (run, mode) that two annotators both marked, a pair agrees when both
+  name the same set of responsible agents; pairs where either named no agent are excluded
+  (counted as ``n_pairs_unattributed``).
+* evidence overlap: over the same pairs, the Jaccard similarity of the two annotators' evidence
+  sets (union over their labels of that mode); pairs where neither cited evidence are excluded
+  (counted as ``n_pairs_without_evidence``).
+
+All functions return plain dicts/lists of str/int/float/bool/None (JSON-ready, NaN -> None).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from itertools import combinations
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from .coefficients import COEFFICIENTS, AgreementResult, CodedRatings, compute_coded, pairwise_cohen_coded
+
+__all__ = [
+    "PARADOX_HIGH",
+    "PARADOX_LOW",
+    "PARADOX_MAX_KAPPA",
+    "PARADOX_MIN_PERCENT",
+    "LabelMatrices",
+    "agreement_report",
+    "agreement_with_reference",
+    "build_matrices",
+    "disagreement_ranking",
+    "mode_sets",
+]
+
+PARADOX_LOW = 0.1
+PARADOX_HIGH = 0.9
+PARADOX_MIN_PERCENT = 0.8
+PARADOX_MAX_KAPPA = 0.4
+PARADOX_ADVICE = (
+    "prevalence is extreme, so kappa is low although raw agreement is high (the kappa paradox): "
+    "read Gwet's AC1, which is robust to prevalence, and report Krippendorff's alpha together "
+    "with the prevalence"
+)
+LEVELS = ("run", "agent")
+BINARY = (0, 1)
+
+
+# --------------------------------------------------------------------------------------------
+# helpers
+
+
+def _f(x: Any) -> float | None:
+    """Plain float, NaN/inf -> None."""
+    if x is None:
+        return None
+    x = float(x)
+    return x if math.isfinite(x) else None
+
+
+def _key(x: Any) -> tuple:
+    return (type(x).__name__, str(x))
+
+
+def _sorted(values: Iterable) -> list:
+    vals = list(values)
+    try:
+        return sorted(vals)
+    except TypeError:
+        return sorted(vals, key=_key)
+
+
+def _plain(x: Any) -> Any:
+    return x.item() if isinstance(x, np.generic) else x
+
+
+def _require(df: Any, name: str, columns: Sequence[str]) -> pd.DataFrame:
+    if not isinstance(df, pd.DataFrame):
+        raise ValueError(f"{name} must be a pandas DataFrame")  # noqa: TRY004
+    missing = [c for c in columns if c not in df.columns]
+    if missing:
+        raise ValueError(f"{name}: missing column(s) {', '.join(missing)}")
+    for c in columns:
+        bad = df[c].isna().to_numpy()
+        if bad.any():
+            row = df.index[np.argmax(bad)]
+            raise ValueError(f"{name} row {row!r}: column {c!r} is empty")
+    return df
+
+
+def _check_modes(modes: Sequence[str]) -> list:
+    if isinstance(modes, (str, bytes)) or not isinstance(modes, Iterable):
+        raise ValueError("modes must be a list of mode codes")  # noqa: TRY004
+    out = list(modes)
+    seen: set = set()
+    for i, m in enumerate(out):
+        if m in seen:
+            raise ValueError(f"modes[{i}]: duplicate mode {m!r}")
+        seen.add(m)
+    return out
+
+
+def _check_mode_labels(labels: pd.DataFrame, modes: list) -> None:
+    known = pd.Index(modes)
+    bad = known.get_indexer(labels["mode"]) < 0
+    if bad.any():
+        i = int(np.argmax(bad))
+        raise ValueError(f"labels row {labels.index[i]!r}: mode {labels['mode'].iloc[i]!r} is not in modes")
+
+
+def _as_set(x: Any) -> frozenset:
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return frozenset()
+    if isinstance(x, (str, bytes)) or not isinstance(x, Iterable):
+        return frozenset([_plain(x)])
+    return frozenset(_plain(v) for v in x)
+
+
+def _submitted_labels(labels: pd.DataFrame, submissions: pd.DataFrame) -> tuple[pd.DataFrame, int]:
+    subs = submissions[["annotator", "run_id"]].drop_duplicates()
+    keys = pd.MultiIndex.from_frame(subs)
+    lab_keys = pd.MultiIndex.from_frame(labels[["annotator", "run_id"]])
+    keep = lab_keys.isin(keys)
+    return labels.loc[keep], int((~keep).sum())
+
+
+# --------------------------------------------------------------------------------------------
+# matrices
+
+
+@dataclass
+class LabelMatrices:
+    """Coded label matrices.
+
+    ``presence[u, j, a]`` is 1 / 0 / -1 (present / absent / annotator did not submit the run)
+    for unit ``units[u]``, mode ``modes[j]``, annotator ``annotators[a]``;
+    ``category_presence[u, c, a]`` the same for ``categories[c]``.  ``unit_run[u]`` is the index
+    in ``runs`` of the unit's run (the bootstrap cluster); ``submitted[u, a]`` whether annotator
+    ``a`` submitted the unit's run.
+    """
+
+    level: str
+    annotators: list
+    runs: list
+    units: list[tuple]
+    unit_run: np.ndarray
+    modes: list
+    presence: np.ndarray
+    categories: list
+    category_modes: dict
+    category_presence: np.ndarray
+    ignored_labels: int
+    unattributed_labels: int
+    submitted: np.ndarray
+
+
+def build_matrices(
+    labels: pd.DataFrame,
+    submissions: pd.DataFrame,
+    modes: Sequence[str],
+    mode_category: dict | None = None,
+    agents: pd.DataFrame | None = None,
+    *,
+    level: str = "run",
+) -> LabelMatrices:
+    """Build the presence matrices (see :class:`LabelMatrices`) at ``level`` run or agent.
+
+    ``mode_category`` may be None (every mode then forms its own category).
+    Raises ``ValueError`` naming the frame, column or row on bad input.
+    """
+    if level not in LEVELS:
+        raise ValueError(f"level must be one of {', '.join(LEVELS)}; got {level!r}")
+    modes = _check_modes(modes)
+    _require(labels, "labels", ("annotator", "run_id", "mode"))
+    _require(submissions, "submissions", ("annotator", "run_id"))
+    if mode_category is None:
+        mode_category = {m: m for m in modes}
+    if not isinstance(mode_category, dict):
+        raise ValueError("mode_category must be a dict mode -> category")  # noqa: TRY004
+    for m in modes:
+        if m not in mode_category:
+            raise ValueError(f"mode_category: no category for mode {m!r}")
+    _check_mode_labels(labels, modes)
+
+    annotators = _sorted(pd.unique(submissions["annotator"]))
+    runs = _sorted(pd.unique(submissions["run_id"]))
+    run_ix = pd.Index(runs)
+    ann_ix = pd.Index(annotators)
+    mode_ix = pd.Index(modes)
+    sub = np.zeros((len(runs), len(annotators)), dtype=bool)
+    sub[run_ix.get_indexer(submissions["run_id"]), ann_ix.get_indexer(submissions["annotator"])] = True
+    kept, ignored = _submitted_labels(labels, submissions)
+    unattributed = 0
+
+    if level == "run":
+        units = [(r,) for r in runs]
+        unit_run = np.arange(len(runs))
+        presence = np.where(sub[:, None, :], 0, -1).astype(np.int8)
+        presence = np.broadcast_to(presence, (len(runs), len(modes), len(annotators))).copy()
+        if len(kept):
+            presence[
+                run_ix.get_indexer(kept["run_id"]),
+                mode_ix.get_indexer(kept["mode"]),
+                ann_ix.get_indexer(kept["annotator"]),
+            ] = 1
+    else:
+        if agents is None:
+            raise ValueError("agents is required at level 'agent' (columns run_id, agent_id)")
+        _require(agents, "agents", ("run_id", "agent_id"))
+        ag = agents[["run_id", "agent_id"]].drop_duplicates()
+        ag = ag[run_ix.get_indexer(ag["run_id"]) >= 0]
+        pairs = _sorted(zip(ag["run_id"], ag["agent_id"]))
+        units = [tuple(p) for p in pairs]
+        unit_ix = pd.MultiIndex.from_tuples(units, names=["run_id", "agent_id"]) if units else None
+        unit_run = run_ix.get_indexer([u[0] for u in units]).astype(np.int64)
+        presence = np.where(sub[unit_run][:, None, :], 0, -1).astype(np.int8)
+        presence = np.broadcast_to(presence, (len(units), len(modes), len(annotators))).copy()
+        if len(kept):
+            agent_col = kept["agent"] if "agent" in kept.columns else pd.Series([None] * len(kept))
+            if unit_ix is not None:
+                target = unit_ix.get_indexer(list(zip(kept["run_id"], agent_col)))
+            else:
+                target = np.full(len(kept), -1)
+            ok = target >= 0
+            unattributed = int((~ok).sum())
+            presence[
+                target[ok], mode_ix.get_indexer(kept["mode"])[ok], ann_ix.get_indexer(kept["annotator"])[ok]
+            ] = 1
+
+    categories: list = []
+    for m in modes:
+        if mode_category[m] not in categories:
+            categories.append(mode_category[m])
+    category_modes = {c: [m for m in modes if mode_category[m] == c] for c in categories}
+    cat_presence = np.full((len(units), len(categories), len(annotators)), -1, dtype=np.int8)
+    for ci, c in enumerate(categories):
+        idx = mode_ix.get_indexer(category_modes[c])
+        cat_presence[:, ci, :] = presence[:, idx, :].max(axis=1)
+    return LabelMatrices(
+        level,
+        annotators,
+        runs,
+        units,
+        unit_run,
+        modes,
+        presence,
+        categories,
+        category_modes,
+        cat_presence,
+        ignored,
+        unattributed,
+        sub[unit_run],
+    )
+
+
+def mode_sets(mx: LabelMatrices) -> CodedRatings:
+    """Set-valued ratings: per unit and annotator the frozenset of marked modes (None if missing)."""
+    n_u, n_m, n_a = mx.presence.shape
+    flat = np.transpose(mx.presence, (0, 2, 1)).reshape(n_u * n_a, n_m)
+    missing = ~mx.submitted.reshape(-1)
+    present = flat[~missing] == 1
+    codes = np.full(n_u * n_a, -1, dtype=np.int64)
+    if present.shape[0]:
+        rows, inverse = np.unique(present, axis=0, return_inverse=True)
+        codes[~missing] = np.asarray(inverse).reshape(-1)
+        domain = tuple(frozenset(mx.modes[j] for j in np.nonzero(r)[0]) for r in rows)
+    else:
+        domain = ()
+    return CodedRatings(codes.reshape(n_u, n_a), domain, True)
+
+
+# --------------------------------------------------------------------------------------------
+# report
+
+
+def _prevalence(codes: np.ndarray) -> float | None:
+    rated = codes >= 0
+    return _f(codes[rated].mean()) if rated.any() else None
+
+
+def _row(
+    codes: np.ndarray,
+    clusters: np.ndarray,
+    coefficients: Sequence[str],
+    n_boot: int,
+    seed: int,
+    confidence: float,
+) -> dict[str, Any]:
+    coded = CodedRatings(np.asarray(codes, dtype=np.int64), BINARY)
+    prevalence = _prevalence(coded.codes)
+    out: dict[str, Any] = {
+        "n_units": int(((coded.codes >= 0).sum(axis=1) >= 2).sum()),
+        "prevalence": prevalence,
+    }
+    results: dict[str, AgreementResult] = {}
+    for c in coefficients:
+        results[c] = compute_coded(
+            c, coded, n_boot=n_boot, seed=seed, confidence=confidence, clusters=clusters
+        )
+        out[c] = results[c].to_dict()
+    pct = results.get("percent") or compute_coded("percent", coded, n_boot=0)
+    kap = results.get("fleiss_kappa") or compute_coded("fleiss_kappa", coded, n_boot=0)
+    flag = bool(
+        prevalence is not None
+        and (prevalence < PARADOX_LOW or prevalence > PARADOX_HIGH)
+        and pct.value is not None
+        and pct.value >= PARADOX_MIN_PERCENT
+        and kap.value is not None
+        and kap.value < PARADOX_MAX_KAPPA
+    )
+    out["kappa_paradox"] = flag
+    out["advice"] = PARADOX_ADVICE if flag else None
+    return out
+
+
+def _check_coefficients(coefficients: Sequence[str]) -> list[str]:
+    if isinstance(coefficients, str):
+        coefficients = (coefficients,)
+    out = list(coefficients)
+    for c in out:
+        if c not in COEFFICIENTS:
+            raise ValueError(f"coefficients: unknown coefficient {c!r} (known: {', '.join(COEFFICIENTS)})")
+    return out
+
+
+def _label_groups(labels: pd.DataFrame) -> dict[tuple, dict[Any, tuple[frozenset, frozenset]]]:
+    """(run_id, mode) -> annotator -> (agent set, evidence set), over the given labels."""
+    out: dict[tuple, dict[Any, tuple[set, set]]] = {}
+    has_agent = "agent" in labels.columns
+    has_ev = "evidence" in labels.columns
+    cols = [
+        labels["run_id"],
+        labels["mode"],
+        labels["annotator"],
+        labels["agent"] if has_agent else [None] * len(labels),
+        labels["evidence"] if has_ev else [None] * len(labels),
+    ]
+    for run, mode, ann, agent, ev in zip(*cols):
+        agents_set, ev_set = out.setdefault((run, mode), {}).setdefault(ann, (set(), set()))
+        if agent is not None and not (isinstance(agent, float) and math.isnan(agent)):
+            agents_set.add(_plain(agent))
+        ev_set.update(_as_set(ev))
+    return {k: {a: (frozenset(s1), frozenset(s2)) for a, (s1, s2) in v.items()} for k, v in out.items()}
+
+
+def _blame_and_evidence(labels: pd.DataFrame) -> tuple[dict[str, Any], dict[str, Any]]:
+    same = attributed = unattributed = 0
+    jac: list[float] = []
+    no_ev = 0
+    for by_ann in _label_groups(labels).values():
+        if len(by_ann) < 2:
+            continue
+        for a, b in combinations(_sorted(by_ann), 2):
+            (ag_a, ev_a), (ag_b, ev_b) = by_ann[a], by_ann[b]
+            if ag_a and ag_b:
+                attributed += 1
+                same += ag_a == ag_b
+            else:
+                unattributed += 1
+            union = ev_a | ev_b
+            if union:
+                jac.append(len(ev_a & ev_b) / len(union))
+            else:
+                no_ev += 1
+    blame = {
+        "n_pairs": attributed,
+        "n_same_agent": same,
+        "proportion": _f(same / attributed) if attributed else None,
+        "n_pairs_unattributed": unattributed,
+    }
+    evidence = {
+        "n_pairs": len(jac),
+        "mean_jaccard": _f(np.mean(jac)) if jac else None,
+        "n_pairs_without_evidence": no_ev,
+    }
+    return blame, evidence
+
+
+def agreement_report(
+    labels: pd.DataFrame,
+    submissions: pd.DataFrame,
+    modes: Sequence[str],
+    mode_category: dict,
+    agents: pd.DataFrame | None = None,
+    *,
+    level: str = "run",
+    n_boot: int = 1000,
+    seed: int = 0,
+    coefficients: Sequence[str] = COEFFICIENTS,
+    confidence: float = 0.95,
+) -> dict[str, Any]:
+    """Agreement report over the submitted labels.
+
+    Returns a dict with keys ``level``, ``annotators``, ``n_runs``, ``n_units``,
+    ``ignored_labels``, ``unattributed_labels``, ``settings``, ``modes`` (one row per mode:
+    ``mode, category, n_units, prevalence``, one ``{"value", "n_units", "ci", "reason"?}`` per
+    coefficient, ``kappa_paradox``, ``advice``), ``categories`` (the same per category, with its
+    ``modes``), ``overall`` (all unit x mode cells pooled, plus ``set_alpha`` with MASI and
+    Jaccard alpha on each unit's set of modes), ``pairwise_cohen`` (``annotators``, ``matrix``
+    of pooled unit x mode kappas with None on the diagonal and where undefined, ``n_units``),
+    ``blame_agreement`` and ``evidence_overlap`` (see the module docstring).
+    """
+    coefficients = _check_coefficients(coefficients)
+    mx = build_matrices(labels, submissions, modes, mode_category, agents, level=level)
+    n_u, n_m, n_a = mx.presence.shape
+    clusters = mx.unit_run
+    kw = {"n_boot": n_boot, "seed": seed, "confidence": confidence}
+
+    mode_rows = []
+    for j, m in enumerate(mx.modes):
+        row = {"mode": m, "category": mode_category[m]}
+        row.update(_row(mx.presence[:, j, :], clusters, coefficients, **kw))
+        mode_rows.append(row)
+    cat_rows = []
+    for ci, c in enumerate(mx.categories):
+        row = {"category": c, "modes": list(mx.category_modes[c])}
+        row.update(_row(mx.category_presence[:, ci, :], clusters, coefficients, **kw))
+        cat_rows.append(row)
+
+    pooled = mx.presence.reshape(n_u * n_m, n_a)
+    pooled_clusters = np.repeat(clusters, n_m)
+    overall: dict[str, Any] = {"n_unit_modes": n_u * n_m}
+    overall.update(_row(pooled, pooled_clusters, coefficients, **kw))
+    sets = mode_sets(mx)
+    overall["set_alpha"] = {
+        d: compute_coded("krippendorff_alpha", sets, distance=d, clusters=clusters, **kw).to_dict()
+        for d in ("masi", "jaccard")
+    }
+    overall["set_alpha"]["n_units"] = int(((sets.codes >= 0).sum(axis=1) >= 2).sum())
+
+    pw = pairwise_cohen_coded(CodedRatings(pooled.astype(np.int64), BINARY), n_boot=0)
+    pairwise = {
+        "annotators": [_plain(a) for a in mx.annotators],
+        "matrix": pw["matrix"],
+        "n_units": pw["n_units"],
+        "mean": pw["mean"],
+    }
+    kept, _ = _submitted_labels(labels, submissions)
+    blame, evidence = _blame_and_evidence(kept)
+    return {
+        "level": level,
+        "annotators": [_plain(a) for a in mx.annotators],
+        "n_runs": len(mx.runs),
+        "n_units": n_u,
+        "ignored_labels": mx.ignored_labels,
+        "unattributed_labels": mx.unattributed_labels,
+        "settings": {
+            "n_boot": int(n_boot),
+            "seed": int(seed),
+            "confidence": float(confidence),
+            "coefficients": list(coefficients),
+            "kappa_paradox": {
+                "prevalence_below": PARADOX_LOW,
+                "prevalence_above": PARADOX_HIGH,
+                "percent_at_least": PARADOX_MIN_PERCENT,
+                "fleiss_kappa_below": PARADOX_MAX_KAPPA,
+            },
+        },
+        "modes": mode_rows,
+        "categories": cat_rows,
+        "overall": overall,
+        "pairwise_cohen": pairwise,
+        "blame_agreement": blame,
+        "evidence_overlap": evidence,
+    }
+
+
+# --------------------------------------------------------------------------------------------
+# disagreement ranking
+
+
+def disagreement_ranking(labels: pd.DataFrame, submissions: pd.DataFrame, modes: Sequence[str]) -> list[dict]:
+    """Runs with at least two submitted annotators, most disputed first.
+
+    A run's ``n_disagreements`` is the number of its modes on which the submitted annotators are
+    not unanimous; ties are broken by ``mean_set_distance``, the mean over annotator pairs of the
+    Jaccard distance between their sets of marked modes (two empty sets: 0), then by run_id.
+    Each row: ``run_id, n_annotators, n_disagreements, disputed_modes, mean_set_distance,
+    annotator_modes`` (annotator -> sorted marked modes).
+    """
+    mx = build_matrices(labels, submissions, modes, None, level="run")
+    pres = mx.presence  # (R, M, A)
+    rated = mx.submitted
+    n_ann = rated.sum(axis=1)
+    ones = (pres == 1).sum(axis=2)
+    disputed = (ones > 0) & (ones < n_ann[:, None])
+    n_a = pres.shape[2]
+    dist_sum = np.zeros(pres.shape[0])
+    n_pairs = np.zeros(pres.shape[0])
+    for a, b in combinations(range(n_a), 2):
+        both = rated[:, a] & rated[:, b]
+        pa, pb = pres[:, :, a] == 1, pres[:, :, b] == 1
+        inter = (pa & pb).sum(axis=1)
+        union = (pa | pb).sum(axis=1)
+        d = np.where(union > 0, 1.0 - inter / np.maximum(union, 1), 0.0)
+        dist_sum += np.where(both, d, 0.0)
+        n_pairs += both
+    rows = []
+    for r in np.nonzero(n_ann >= 2)[0]:
+        rows.append(
+            {
+                "run_id": _plain(mx.runs[r]),
+                "n_annotators": int(n_ann[r]),
+                "n_disagreements": int(disputed[r].sum()),
+                "disputed_modes": [mx.modes[j] for j in np.nonzero(disputed[r])[0]],
+                "mean_set_distance": float(dist_sum[r] / n_pairs[r]),
+                "annotator_modes": {
+                    _plain(mx.annotators[a]): [mx.modes[j] for j in np.nonzero(pres[r, :, a] == 1)[0]]
+                    for a in range(n_a)
+                    if rated[r, a]
+                },
+            }
+        )
+    rows.sort(key=lambda x: (-x["n_disagreements"], -x["mean_set_distance"], _key(x["run_id"])))
+    return rows
+
+
+# --------------------------------------------------------------------------------------------
+# agreement with a reference (gold) standard
+
+
+def _prf(tp: int, fp: int, fn: int) -> dict[str, float | None]:
+    precision = tp / (tp + fp) if tp + fp else None
+    recall = tp / (tp + fn) if tp + fn else None
+    f1 = 2 * tp / (2 * tp + fp + fn) if 2 * tp + fp + fn else None
+    return {"precision": _f(precision), "recall": _f(recall), "f1": _f(f1)}
+
+
+def agreement_with_reference(
+    labels: pd.DataFrame,
+    submissions: pd.DataFrame,
+    reference_labels: pd.DataFrame,
+    reference_runs: Iterable,
+    modes: Sequence[str],
+    *,
+    n_boot: int = 0,
+    seed: int = 0,
+    confidence: float = 0.95,
+) -> dict[str, Any]:
+    """Each annotator's (human or ``judge:<source>``) agreement with a reference labelling.
+
+    ``reference_labels`` has columns ``run_id, mode``; ``reference_runs`` lists the runs that
+    have a reference (a listed run without reference labels has no failure; runs named in
+    ``reference_labels`` count as having a reference too).  For each annotator, over the runs it
+    submitted that have a reference, the run x mode cells (1/0) are compared with the reference:
+    Cohen's kappa and percent agreement (``{"value", "n_units", "ci", "reason"?}``; intervals
+    resample runs), micro-averaged and per-mode ``tp, fp, fn, tn, precision, recall, f1``
+    (None when a denominator is 0).  Returns ``{"n_reference_runs", "annotators": [...]}``
+    with rows ``annotator, kind ("judge"|"human"), n_runs, percent, cohen_kappa, micro, per_mode``.
+    """
+    modes = _check_modes(modes)
+    _require(reference_labels, "reference_labels", ("run_id", "mode"))
+    _check_mode_labels(reference_labels, modes)
+    if isinstance(reference_runs, (str, bytes)) or not isinstance(reference_runs, Iterable):
+        raise ValueError("reference_runs must be a list of run ids")  # noqa: TRY004
+    gold_runs = _sorted(set(reference_runs) | set(reference_labels["run_id"]))
+    mx = build_matrices(labels, submissions, modes, None, level="run")
+    gold_ix = pd.Index(gold_runs)
+    mode_ix = pd.Index(modes)
+    gold = np.zeros((len(gold_runs), len(modes)), dtype=np.int8)
+    gold[gold_ix.get_indexer(reference_labels["run_id"]), mode_ix.get_indexer(reference_labels["mode"])] = 1
+    run_in_gold = gold_ix.get_indexer(mx.runs)
+    rows = []
+    for a, ann in enumerate(mx.annotators):
+        sel = np.nonzero((run_in_gold >= 0) & mx.submitted[:, a])[0]
+        mine = mx.presence[sel, :, a].astype(np.int64)
+        ref = gold[run_in_gold[sel]].astype(np.int64)
+        cells = np.stack([mine.reshape(-1), ref.reshape(-1)], axis=1)
+        coded = CodedRatings(cells, BINARY)
+        clusters = np.repeat(sel, len(modes))
+        kw = {"n_boot": n_boot, "seed": seed, "confidence": confidence, "clusters": clusters}
+        tp = ((mine == 1) & (ref == 1)).sum(axis=0)
+        fp = ((mine == 1) & (ref == 0)).sum(axis=0)
+        fn = ((mine == 0) & (ref == 1)).sum(axis=0)
+        tn = ((mine == 0) & (ref == 0)).sum(axis=0)
+        per_mode = []
+        for j, m in enumerate(modes):
+            entry = {
+                "mode": m,
+                "tp": int(tp[j]),
+                "fp": int(fp[j]),
+                "fn": int(fn[j]),
+                "tn": int(tn[j]),
+                "reference_positives": int(tp[j] + fn[j]),
+            }
+            entry.update(_prf(int(tp[j]), int(fp[j]), int(fn[j])))
+            per_mode.append(entry)
+        micro = {"tp": int(tp.sum()), "fp": int(fp.sum()), "fn": int(fn.sum()), "tn": int(tn.sum())}
+        micro.update(_prf(micro["tp"], micro["fp"], micro["fn"]))
+        rows.append(
+            {
+                "annotator": _plain(ann),
+                "kind": "judge" if str(ann).startswith("judge:") else "human",
+                "n_runs": len(sel),
+                "percent": compute_coded("percent", coded, **kw).to_dict(),
+                "cohen_kappa": compute_coded("cohen_kappa", coded, **kw).to_dict(),
+                "micro": micro,
+                "per_mode": per_mode,
+            }
+        )
+    return {"n_reference_runs": len(gold_runs), "annotators": rows}
