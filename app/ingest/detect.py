@@ -1,0 +1,229 @@
+"""Format detection and the entry points `iter_path` and `iter_bytes`.
+
+`detect_format(path)`: a directory (or a .zip archive, read as the directory it holds) is
+"tree"; for a file the first non-blank line decides: ``[`` -> "canonical" (JSON array); SSE
+(``data:``/``event:``/``id:`` lines) -> "wire"; a JSON object with ``jsonrpc``, an envelope
+``body``, ``type: run_context|agent_card`` or an agent card -> "wire"; any other object (a run,
+with ``run_id``) -> "canonical". A pretty-printed single object is sniffed by its top-level keys.
+
+Directories: run directories go to the tree reader; every other file is sniffed and, when it is
+canonical or wire data, read as such (so a directory written by `write_files` reads back); the
+rest is reported as unused.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import stat
+import tempfile
+import zipfile
+from collections.abc import Iterator
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+import ijson
+
+from app.ingest.a2a import looks_like_agent_card
+from app.ingest.canonical import RunFormatError
+from app.ingest.items import ImportItem, ReadSummary, error_item
+from app.ingest.jsonio import BOM, iter_canonical_file
+from app.ingest.tree import Mapping, iter_tree, load_mapping
+from app.ingest.wire import iter_wire_file
+
+FORMATS = ("canonical", "tree", "wire")
+MAX_ZIP_BYTES = 2 << 30  # refuse archives that unpack to more than 2 GiB
+ZIP_TYPES = ("application/zip", "application/x-zip-compressed", "application/x-zip")
+_SSE_START = (b"data:", b"event:", b"id:", b"retry:", b":")
+
+
+def _classify_object(obj: Any) -> str:
+    if not isinstance(obj, dict):
+        return "canonical"
+    if "jsonrpc" in obj or obj.get("type") in ("run_context", "agent_card"):
+        return "wire"
+    if isinstance(obj.get("body"), dict) or looks_like_agent_card(obj):
+        return "wire"
+    return "canonical"
+
+
+def _top_level_keys(path: str | os.PathLike, limit: int = 64) -> set[str]:
+    keys: set[str] = set()
+    try:
+        with open(path, "rb") as f:
+            for prefix, event, value in ijson.parse(f):
+                if prefix == "" and event == "map_key":
+                    keys.add(value)
+                    if len(keys) >= limit or value in ("run_id", "jsonrpc", "body"):
+                        break
+    except (ijson.JSONError, UnicodeDecodeError):
+        pass
+    return keys
+
+
+def sniff_file(path: str | os.PathLike) -> str | None:
+    """Return "canonical", "wire" or None (not JSON / SSE data) for one file."""
+    try:
+        with open(path, "rb") as f:
+            first = b""
+            for raw in f:
+                s = raw.strip()
+                if not first and s.startswith(BOM):
+                    s = s[3:].strip()
+                if s:
+                    first = s
+                    break
+    except OSError:
+        return None
+    if not first:
+        return None
+    if first.startswith(b"["):
+        return "canonical"
+    if first.startswith(_SSE_START):
+        return "wire"
+    if not first.startswith(b"{"):
+        return None
+    try:
+        return _classify_object(json.loads(first))
+    except ValueError:
+        keys = _top_level_keys(path)
+        if keys & {"jsonrpc", "body"}:
+            return "wire"
+        if "type" in keys or "name" in keys:
+            try:
+                with open(path, encoding="utf-8-sig") as f:
+                    return _classify_object(json.load(f))
+            except (ValueError, OSError):
+                return "canonical"
+        return "canonical"
+
+
+def detect_format(path: str | os.PathLike) -> str:
+    """Return "canonical", "tree" or "wire" for a path; raises RunFormatError when it cannot tell."""
+    if os.path.isdir(path) or (os.path.isfile(path) and zipfile.is_zipfile(path)):
+        return "tree"
+    fmt = sniff_file(path)
+    if fmt is None:
+        raise RunFormatError(os.fspath(path), "cannot tell the format: not JSON, JSON Lines or an SSE stream")
+    return fmt
+
+
+def _read_file(path: Path, shown: str, fmt: str | None) -> Iterator[ImportItem]:
+    fmt = fmt or sniff_file(path)
+    if fmt == "canonical":
+        return iter_canonical_file(path, shown)
+    if fmt == "wire":
+        return iter_wire_file(path, shown)
+    return iter([error_item(shown, "cannot tell the format: not JSON, JSON Lines or an SSE stream")])
+
+
+def _iter_dir(path: str | os.PathLike, shown: str, fmt: str | None, mapping: Mapping) -> Iterator[ImportItem]:
+    loose_fmt = fmt if fmt in ("canonical", "wire") else None
+
+    def loose(p: Path, name: str) -> Iterator[ImportItem] | None:
+        if p.name == "agent-card.json" and p.parent.name == ".well-known":
+            # read by the wire logs next to the .well-known directory, if there are any
+            logs = [s for s in p.parent.parent.iterdir() if s.is_file() and sniff_file(s) == "wire"]
+            return iter(()) if logs else None
+        if zipfile.is_zipfile(p):
+            return _iter_zip(p, name, mapping)
+        f = loose_fmt or sniff_file(p)
+        return _read_file(p, name, f) if f else None
+
+    return iter_tree(path, mapping, display=shown, loose=loose)
+
+
+def safe_extract(archive: zipfile.ZipFile, dest: str | os.PathLike, max_bytes: int = MAX_ZIP_BYTES) -> None:
+    """Extract `archive` under `dest`; raises ValueError for absolute paths, ``..``, links or bombs."""
+    dest_path = Path(dest).resolve()
+    total = 0
+    for info in archive.infolist():
+        name = info.filename.replace("\\", "/")
+        if name.startswith("/") or re.match(r"^[A-Za-z]:", name):
+            raise ValueError(f"unsafe absolute path in the archive: {info.filename!r}")
+        parts = PurePosixPath(name).parts
+        if ".." in parts:
+            raise ValueError(f"unsafe path with '..' in the archive: {info.filename!r}")
+        if stat.S_ISLNK(info.external_attr >> 16):
+            raise ValueError(f"symbolic link in the archive: {info.filename!r}")
+        target = dest_path.joinpath(*parts) if parts else dest_path
+        if dest_path != target and dest_path not in target.parents:
+            raise ValueError(f"unsafe path in the archive: {info.filename!r}")
+        if info.is_dir():
+            target.mkdir(parents=True, exist_ok=True)
+            continue
+        total += info.file_size
+        if total > max_bytes:
+            raise ValueError(f"the archive unpacks to more than {max_bytes} bytes")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with archive.open(info) as src, open(target, "wb") as out:
+            copied = 0
+            while chunk := src.read(1 << 16):
+                copied += len(chunk)
+                if copied > info.file_size or total - info.file_size + copied > max_bytes:
+                    raise ValueError(f"the archive member {info.filename!r} is larger than it claims")
+                out.write(chunk)
+
+
+def _iter_zip(path: str | os.PathLike, shown: str, mapping: Mapping, fmt: str | None = None) -> Iterator[ImportItem]:
+    with tempfile.TemporaryDirectory(prefix="a2annotate-zip-") as tmp:
+        try:
+            with zipfile.ZipFile(path) as archive:
+                safe_extract(archive, tmp)
+        except (ValueError, zipfile.BadZipFile, OSError) as exc:
+            yield error_item(shown, f"zip archive rejected: {exc}")
+            return
+        yield from _iter_dir(tmp, shown, fmt, mapping)
+
+
+def iter_path(path: str | os.PathLike, format: str | None = None,
+              mapping: str | os.PathLike | dict | Mapping | None = None, *,
+              summary: ReadSummary | None = None, display: str | None = None) -> Iterator[ImportItem]:
+    """Yield an ImportItem per run (or per rejected run) read from a file, directory or zip.
+
+    `format` forces "canonical", "wire" or "tree" (for a directory it applies to the loose files);
+    `mapping` is the tree mapping file (path or dict); `summary`, when given, is filled as the
+    items go by (runs, errors, unused files). Raises ValueError for an unknown format or a
+    malformed mapping; everything else wrong with the input comes back as error items.
+    """
+    if format is not None and format not in FORMATS:
+        raise ValueError(f"unknown format {format!r}; expected one of {', '.join(FORMATS)}")
+    mp = load_mapping(mapping)
+    shown = display if display is not None else os.fspath(path)
+    items = _iter_path(Path(path), shown, format, mp)
+    for item in items:
+        if summary is not None:
+            summary.add(item)
+        yield item
+
+
+def _iter_path(path: Path, shown: str, fmt: str | None, mp: Mapping) -> Iterator[ImportItem]:
+    if path.is_dir():
+        yield from _iter_dir(path, shown, fmt, mp)
+    elif not path.exists():
+        yield error_item(shown, "no such file or directory")
+    elif zipfile.is_zipfile(path):
+        yield from _iter_zip(path, shown, mp, fmt)
+    elif fmt == "tree":
+        yield error_item(shown, "a tree must be a directory or a zip archive")
+    else:
+        yield from _read_file(path, shown, fmt)
+
+
+def iter_bytes(data: bytes, filename: str = "upload", content_type: str = "", *,
+               mapping: str | os.PathLike | dict | Mapping | None = None,
+               summary: ReadSummary | None = None) -> Iterator[ImportItem]:
+    """Yield ImportItems for an uploaded body: JSON array, JSON Lines, one run, a wire log or a zip.
+
+    The body is spooled to a temporary file (named like `filename`, so the upload's name shows
+    in error locations); a zip is extracted safely (absolute paths, ``..`` and links rejected).
+    """
+    name = os.path.basename(filename or "upload") or "upload"
+    ctype = (content_type or "").split(";")[0].strip().lower()
+    is_zip = data[:4] == b"PK\x03\x04" or ctype in ZIP_TYPES
+    suffix = ".zip" if is_zip else (".jsonl" if ctype in ("application/x-ndjson", "application/jsonl",
+                                                          "application/jsonlines") else Path(name).suffix)
+    with tempfile.TemporaryDirectory(prefix="a2annotate-upload-") as tmp:
+        target = Path(tmp) / ("upload" + suffix)
+        target.write_bytes(data)
+        yield from iter_path(target, mapping=mapping, summary=summary, display=filename or name)

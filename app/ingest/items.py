@@ -1,0 +1,55 @@
+"""What the readers yield: one `ImportItem` per run (or per error), plus a reading summary."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from app.ingest.canonical import Location, RunFormatError, normalize_run
+
+
+@dataclass
+class ImportItem:
+    """One result of reading: a normalized `run`, or the `error` that rejected one run.
+
+    `source` says where it came from (file, line or run directory). `unused_files` lists input
+    files nobody read (tree reader); an item may carry only those, with run and error both None.
+    """
+
+    run: dict[str, Any] | None = None
+    error: RunFormatError | None = None
+    source: str = ""
+    unused_files: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return self.run is not None
+
+
+@dataclass
+class ReadSummary:
+    """Filled by `iter_path(..., summary=...)` while its items are consumed."""
+
+    runs: int = 0
+    errors: list[RunFormatError] = field(default_factory=list)
+    unused_files: list[str] = field(default_factory=list)
+
+    def add(self, item: ImportItem) -> None:
+        if item.run is not None:
+            self.runs += 1
+        if item.error is not None:
+            self.errors.append(item.error)
+        self.unused_files.extend(item.unused_files)
+
+
+def item_from_raw(raw: Any, location: Location) -> ImportItem:
+    """Normalize `raw`; return an ImportItem holding the run or the RunFormatError."""
+    try:
+        return ImportItem(run=normalize_run(raw, location), source=str(location))
+    except RunFormatError as exc:
+        return ImportItem(error=exc, source=str(location))
+
+
+def error_item(location: Location | str, message: str, **kw: Any) -> ImportItem:
+    """An ImportItem carrying a new RunFormatError."""
+    err = RunFormatError(location, message, **kw)
+    return ImportItem(error=err, source=str(err.where))
