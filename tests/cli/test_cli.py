@@ -1,0 +1,76 @@
+"""The CLI as a user runs it: real processes against a real database file."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from app.demo.generator import generate_runs
+
+EXE = [sys.executable, "-m", "app.cli"]
+
+
+def run_cli(args, db_url, stdin=None):
+    env = dict(os.environ, DATABASE_URL=db_url)
+    return subprocess.run([*EXE, *args], input=stdin, capture_output=True, text=True, env=env, timeout=120)
+
+
+@pytest.fixture
+def fresh_db(tmp_path):
+    return f"sqlite:///{tmp_path / 'cli.db'}"
+
+
+def test_every_command_has_help(fresh_db):
+    for cmd in (["--help"], ["db", "upgrade", "--help"], ["import", "--help"], ["import-labels", "--help"],
+                ["export", "--help"], ["report", "--help"], ["agreement", "--help"], ["users", "create", "--help"],
+                ["tokens", "create", "--help"], ["demo", "--help"], ["serve", "--help"],
+                ["taxonomy", "validate", "--help"]):
+        r = run_cli(cmd, fresh_db)
+        assert r.returncode == 0, (cmd, r.stderr)
+        assert "Usage:" in r.stdout
+
+
+def test_refuses_out_of_date_schema_with_the_command_to_run(fresh_db):
+    r = run_cli(["users", "create", "x", "--role", "admin", "--password-stdin"], fresh_db, stdin="password123\n")
+    assert r.returncode == 1
+    assert "a2annotate db upgrade" in r.stderr and len(r.stderr.strip().splitlines()) == 1
+
+
+def test_upgrade_import_users_tokens(fresh_db, tmp_path):
+    assert run_cli(["db", "upgrade"], fresh_db).returncode == 0
+    assert run_cli(["db", "upgrade"], fresh_db).returncode == 0  # idempotent
+    runs = [d.run for d in generate_runs(5, 1)]
+    path = tmp_path / "runs.jsonl"
+    path.write_text("\n".join(json.dumps(r) for r in runs) + "\n{broken\n")
+    r = run_cli(["import", str(path)], fresh_db)
+    assert r.stdout.strip().splitlines()[-1] == "imported 5, unchanged 0, rejected 1"
+    assert r.returncode == 1 and "runs.jsonl:6" in r.stderr
+    r = run_cli(["import", str(path)], fresh_db)
+    assert r.stdout.strip().splitlines()[-1] == "imported 0, unchanged 5, rejected 1"
+
+    r = run_cli(["users", "create", "dana", "--role", "reviewer", "--password-stdin"], fresh_db, stdin="longpassword\n")
+    assert r.returncode == 0, r.stderr
+    r = run_cli(["users", "create", "dana", "--role", "reviewer", "--password-stdin"], fresh_db, stdin="longpassword\n")
+    assert r.returncode == 1 and "already exists" in r.stderr
+    r = run_cli(["tokens", "create", "dana"], fresh_db)
+    assert r.returncode == 0 and r.stdout.startswith("a2a_")
+    r = run_cli(["tokens", "create", "nobody"], fresh_db)
+    assert r.returncode == 1 and "no user" in r.stderr
+
+
+def test_demo_is_idempotent_and_writes_shapes(fresh_db, tmp_path):
+    assert run_cli(["db", "upgrade"], fresh_db).returncode == 0
+    r = run_cli(["demo", "--runs", "20", "--seed", "4", "--with-users"], fresh_db)
+    assert r.returncode == 0, r.stderr
+    assert "imported 20" in r.stdout and "alice" in r.stdout
+    r = run_cli(["demo", "--runs", "20", "--seed", "4", "--with-users"], fresh_db)
+    assert "imported 0, unchanged 20" in r.stdout and "assignments added 0" in r.stdout
+    out = tmp_path / "corpus"
+    r = run_cli(["demo", "--runs", "3", "--no-db", "--write", str(out)], fresh_db)
+    assert r.returncode == 0, r.stderr
+    assert (out / "runs.json").exists() and (out / "runs.jsonl").exists() and (out / "tree").is_dir()
+    assert Path(out / "wire-1.0.jsonl").exists() and Path(out / "wire-0.3.jsonl").exists()
