@@ -12,7 +12,9 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import delete, insert
+import json
+
+from sqlalchemy import JSON, delete, insert
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, select
 
@@ -89,10 +91,26 @@ def _write_content(session: Session, run_pk: int, run: dict[str, Any]) -> None:
          "extra": a.get("metadata") or {}}
         for i, a in enumerate(run.get("audits") or [])
     ]
-    # executemany (SQLite) / multi-row INSERT ... VALUES (PostgreSQL, insertmanyvalues)
+    conn = session.connection()
+    copy = conn.dialect.name == "postgresql"
     for table, rows in ((Principal, principals), (Agent, agents), (Event, events), (Audit, audits)):
-        if rows:
-            session.execute(insert(table), rows)
+        if not rows:
+            continue
+        if copy:  # COPY ... FROM STDIN on the run's own connection (inside its savepoint)
+            _copy_rows(conn, table.__table__, rows)
+        else:  # SQLite: executemany on one prepared statement
+            conn.execute(insert(table.__table__), rows)
+
+
+def _copy_rows(conn, table, rows: list[dict[str, Any]]) -> None:
+    cols = list(rows[0])
+    is_json = [isinstance(table.c[c].type, JSON) for c in cols]
+    raw = conn.connection.driver_connection
+    with raw.cursor() as cur:
+        with cur.copy(f'COPY "{table.name}" ({", ".join(cols)}) FROM STDIN') as cp:
+            for r in rows:
+                cp.write_row([json.dumps(r[c], ensure_ascii=False) if j and r[c] is not None else r[c]
+                              for c, j in zip(cols, is_json)])
 
 
 def _clear_content(session: Session, run_pk: int) -> None:
@@ -102,7 +120,8 @@ def _clear_content(session: Session, run_pk: int) -> None:
 
 def store_run(session: Session, run: dict[str, Any], *, replace: bool = False, source: str | None = None,
               scenario_cache: dict[str, dict] | None = None,
-              after_store: Callable[[Session, Run, dict], None] | None = None) -> str:
+              after_store: Callable[[Session, Run, dict, dict], None] | None = None,
+              cache: dict | None = None) -> str:
     """Store one normalized run. Returns "imported", "unchanged" or "replaced"; raises RunConflict."""
     digest = content_hash(run)
     existing = session.exec(select(Run).where(Run.run_id == run["run_id"])).first()
@@ -131,16 +150,21 @@ def store_run(session: Session, run: dict[str, Any], *, replace: bool = False, s
     session.flush()
     _write_content(session, row.id, run)
     if after_store is not None:
-        after_store(session, row, run)
+        after_store(session, row, run, cache if cache is not None else {})
     return outcome
 
 
 def load_items(engine: Engine, items: Iterable[Any], *, replace: bool = False, batch_size: int = 200,
                progress: Callable[[ImportSummary], None] | None = None,
-               after_store: Callable[[Session, Run, dict], None] | None = None) -> ImportSummary:
-    """Store every `ImportItem` (run or parse error) from `items`; never raises for a bad run."""
+               after_store: Callable[[Session, Run, dict, dict], None] | None = None) -> ImportSummary:
+    """Store every `ImportItem` (run or parse error) from `items`; never raises for a bad run.
+
+    `after_store(session, run_row, run, cache)` runs inside the run's savepoint; `cache` lives for
+    the whole import and is emptied whenever a run is rolled back.
+    """
     summary = ImportSummary()
     scenario_cache: dict[str, dict] = {}
+    cache: dict = {}
     session = Session(engine)
     pending = 0
     try:
@@ -153,11 +177,12 @@ def load_items(engine: Engine, items: Iterable[Any], *, replace: bool = False, b
                 savepoint = session.begin_nested()
                 try:
                     outcome = store_run(session, run, replace=replace, source=getattr(item, "source", None),
-                                        scenario_cache=scenario_cache, after_store=after_store)
+                                        scenario_cache=scenario_cache, after_store=after_store, cache=cache)
                     savepoint.commit()
                 except Exception as exc:  # noqa: BLE001 - any failure rejects just this run
                     savepoint.rollback()
                     scenario_cache.clear()
+                    cache.clear()
                     summary.rejected += 1
                     summary.errors.append({
                         "location": f"{getattr(item, 'source', None) or '?'}: run {run.get('run_id')}",
@@ -198,11 +223,11 @@ def _error_dict(err: Any, source: str | None) -> dict[str, str]:
     return {"location": source or "?", "message": str(err)}
 
 
-def _after_store_default(session: Session, row: Run, run: dict) -> None:
+def _after_store_default(session: Session, row: Run, run: dict, cache: dict) -> None:
     """Audits shipped with the run become annotations by `judge:<source>` users."""
     from app.annotations.service import sync_audit_annotations
 
-    sync_audit_annotations(session, row, run)
+    sync_audit_annotations(session, row, run, cache)
 
 
 def import_paths(engine: Engine, paths: Iterable[str], *, fmt: str | None = None, mapping: str | None = None,

@@ -134,7 +134,7 @@ def test_malformed_lines_are_rejected_alone_with_file_and_line(engine, tmp_path)
 def test_a_failure_midway_leaves_nothing_of_that_run(engine):
     runs = demo_runs(3)
 
-    def explode(session, row, run):
+    def explode(session, row, run, cache):
         if run["run_id"] == runs[1]["run_id"]:
             raise RuntimeError("disk on fire")
 
