@@ -1,15 +1,164 @@
-"""Home page."""
+"""The annotator's pages: the queue (home), the runs list and the run page (trace + labeling)."""
 from __future__ import annotations
 
-from fastapi import APIRouter, Request
+from typing import Annotated, Any
+from urllib.parse import urlencode
 
+from fastapi import APIRouter, HTTPException, Query, Request
+from sqlmodel import Session, select
+
+from app.annotations.models import Annotation, Assignment
 from app.api.deps import SessionDep
+from app.auth.models import User
+from app.runs import service as runs_service
+from app.runs.models import Agent, Run, Scenario
+from app.taxonomies.models import Taxonomy
 from app.web.deps import PageUser
 from app.web.templating import render
+from app.web.trace import build_trace
 
 router = APIRouter(include_in_schema=False)
 
+RUN_FILTERS = ("family", "alignment", "status", "scenario", "model", "harness")
+PAGE_SIZES = (25, 50, 100, 200)
+
+
+def _tax_ref(tax: Taxonomy) -> str:
+    return f"{tax.key}@{tax.version}"
+
+
+# --------------------------------------------------------------------------- home: the queue
 
 @router.get("/")
 def home(request: Request, session: SessionDep, user: PageUser):
-    return render(request, "home.html")
+    """The annotator's queue: counts, the list in order, and a Start / Next run button."""
+    from app.annotations.assignments import user_queue
+
+    queue = user_queue(session, user)
+    nxt = next((i for i in queue["items"] if i["status"] != "submitted"), None)
+    return render(request, "home.html", queue=queue, next_item=nxt)
+
+
+# --------------------------------------------------------------------------- runs list
+
+def _distinct(session: Session, column) -> list[str]:
+    return [v for v in session.exec(select(column).distinct().order_by(column)).all() if v]
+
+
+@router.get("/runs")
+def runs_page(
+    request: Request, session: SessionDep, user: PageUser,
+    family: str | None = None, alignment: str | None = None, status: str | None = None,
+    scenario: str | None = None, model: str | None = None, harness: str | None = None,
+    page: Annotated[int, Query(ge=1)] = 1, page_size: Annotated[int, Query(ge=1, le=500)] = 50,
+):
+    """All runs with filters (family, alignment, status, scenario, model, harness) and paging."""
+    values = {"family": family, "alignment": alignment, "status": status, "scenario": scenario,
+              "model": model, "harness": harness}
+    values = {k: (v.strip() or None) if isinstance(v, str) else None for k, v in values.items()}
+    f = runs_service.RunFilter(**values)
+    total, rows = runs_service.list_runs(session, f, page, page_size)
+    summaries = [runs_service.run_summary(session, r) for r in rows]
+    mine = {}
+    if rows:
+        for run_pk, st in session.exec(select(Annotation.run_pk, Annotation.status).where(
+                Annotation.user_id == user.id, Annotation.run_pk.in_([r.id for r in rows]))).all():
+            # "submitted" wins over "draft" when several taxonomy versions exist
+            if mine.get(run_pk) != "submitted":
+                mine[run_pk] = st
+    for s, r in zip(summaries, rows):
+        s["mine"] = mine.get(r.id)
+    options = {
+        "family": _distinct(session, Scenario.family),
+        "alignment": _distinct(session, Scenario.alignment),
+        "status": _distinct(session, Run.status),
+        "model": _distinct(session, Agent.model),
+        "harness": _distinct(session, Agent.harness),
+    }
+    active = {k: v for k, v in values.items() if v}
+    n_pages = max(1, -(-total // page_size))
+
+    def page_url(p: int) -> str:
+        return "/runs?" + urlencode({**active, "page": p, "page_size": page_size})
+
+    return render(request, "runs.html", runs=summaries, total=total, page=page, page_size=page_size,
+                  n_pages=n_pages, filters=values, options=options, page_sizes=PAGE_SIZES,
+                  prev_url=page_url(page - 1) if page > 1 else None,
+                  next_url=page_url(page + 1) if page < n_pages else None)
+
+
+# --------------------------------------------------------------------------- run page
+
+def choose_taxonomy(session: Session, user: User, run: Run, ref: str | None) -> Taxonomy | None:
+    """The taxonomy version to label `run` under: `ref` if given, else the user's assignment for
+    the run, else the user's existing annotation of it, else the default (a2-failures latest)."""
+    from app.taxonomies.service import resolve
+
+    if ref:
+        return resolve(session, ref)
+    pk = session.exec(select(Assignment.taxonomy_pk).where(Assignment.run_pk == run.id,
+                                                           Assignment.user_id == user.id)
+                      .order_by(Assignment.id.desc())).first()
+    if pk is None:
+        pk = session.exec(select(Annotation.taxonomy_pk).where(Annotation.run_pk == run.id,
+                                                               Annotation.user_id == user.id)
+                          .order_by(Annotation.updated_at.desc())).first()
+    if pk is not None:
+        return session.get(Taxonomy, pk)
+    return resolve(session, None)
+
+
+def taxonomy_view(tax: Taxonomy) -> dict[str, Any]:
+    """Categories with their modes (code, name, definition, boundary, hint), in file order."""
+    d = tax.definition or {}
+    modes = [{k: m.get(k) for k in ("code", "name", "category", "definition", "boundary", "hint")}
+             for m in d.get("modes") or []]
+    cats = []
+    for c in d.get("categories") or []:
+        cats.append({"code": c.get("code"), "name": c.get("name"), "description": c.get("description"),
+                     "modes": [m for m in modes if m["category"] == c.get("code")]})
+    known = {c["code"] for c in cats}
+    orphans = [m for m in modes if m["category"] not in known]
+    if orphans:
+        cats.append({"code": "", "name": "Other", "description": None, "modes": orphans})
+    return {"ref": _tax_ref(tax), "key": tax.key, "version": tax.version, "name": tax.name,
+            "categories": cats, "modes": modes}
+
+
+@router.get("/runs/{run_id:path}")
+def run_page(request: Request, run_id: str, session: SessionDep, user: PageUser,
+             taxonomy: str | None = None):
+    """One run: scenario, principals and outcomes, lanes per agent, private state, reachability,
+    and the labeling panel. Other annotators' labels (and machine audits) are shown to reviewers
+    and admins only, never to annotators (blind mode); the demo truth to admins only."""
+    from app.core.config import get_settings
+
+    run = runs_service.get_run(session, run_id)
+    if run is None:
+        raise HTTPException(404, f"no run {run_id!r}")
+    tax = choose_taxonomy(session, user, run, taxonomy)
+    if tax is None:
+        raise HTTPException(404, f"no taxonomy {taxonomy!r}" if taxonomy else "no taxonomy is registered")
+    canon = runs_service.to_canonical(session, run)
+    view = build_trace(canon, show_demo_truth=user.role == "admin",
+                       success_threshold=get_settings().success_threshold)
+    tview = taxonomy_view(tax)
+    # blind mode: annotators never see other people's (or judges') labels on this page
+    is_reviewer = user.role in ("admin", "reviewer")
+    others = []
+    if is_reviewer:
+        from app.annotations.service import annotations_to_api, list_annotations
+
+        _, rows = list_annotations(session, user, run_id=run.run_id, taxonomy=tview["ref"], page_size=200)
+        others = [a for a in annotations_to_api(session, rows) if a["annotator"] != user.username]
+    config = {
+        "run_id": view["run_id"], "taxonomy": tview["ref"],
+        "modes": [{"code": m["code"], "name": m["name"], "category": m["category"]} for m in tview["modes"]],
+        "categories": [{"code": c["code"], "name": c["name"]} for c in tview["categories"]],
+        "agents": [{"id": a["id"], "principal": a["principal"], "principal_name": a["principal_name"]}
+                   for a in view["agents"]],
+        "principals": [{"id": p["id"], "name": p["name"]} for p in view["principals"]],
+        "n_events": len(view["events"]),
+    }
+    return render(request, "run.html", t=view, tax=tview, config=config, show_audits=is_reviewer,
+                  others=others, is_admin=user.role == "admin")

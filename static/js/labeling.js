@@ -1,0 +1,712 @@
+/* a2annotate labeling panel: labels, evidence, drafts, submit, next run, time on task, keyboard.
+ *
+ * Talks to the JSON API with the session cookie and the X-CSRF-Token header:
+ *   GET  /api/v1/annotations/mine?run_id=&taxonomy=   the caller's annotation (404: none yet)
+ *   POST /api/v1/annotations                          save a draft (autosave) or submit
+ *   GET  /api/v1/queue/next                           {"run_id"} of the next run (404: queue empty)
+ * Every piece of user data is put in the page with textContent / value, never as HTML.
+ */
+(function () {
+  "use strict";
+  var cfgEl = document.getElementById("run-config");
+  var panel = document.getElementById("label-panel");
+  if (!cfgEl || !panel) return;
+  var cfg = JSON.parse(cfgEl.textContent);
+  var csrfMeta = document.querySelector('meta[name="csrf-token"]');
+  var csrf = csrfMeta ? csrfMeta.getAttribute("content") : "";
+  var T = window.A2Trace || { setEvidence: function () {}, move: function () {}, goTo: function () {},
+                              focusedSeq: function () { return null; } };
+
+  var $labels = document.getElementById("labels");
+  var $errors = document.getElementById("lp-errors");
+  var $save = document.getElementById("save-state");
+  var $noFail = document.getElementById("no-failure");
+  var $note = document.getElementById("run-note");
+  var $submit = document.getElementById("btn-submit");
+  var $next = document.getElementById("btn-next");
+  var $time = document.getElementById("time-on-task");
+  var $picker = document.getElementById("mode-picker");
+  var $filter = document.getElementById("mode-filter");
+  var $modeList = document.getElementById("mode-list");
+  var $shortcuts = document.getElementById("shortcuts");
+
+  var modeByCode = {};
+  cfg.modes.forEach(function (m) { modeByCode[m.code] = m; });
+
+  // ---------------------------------------------------------------- visible time on task
+  var visibleMs = 0;
+  var visibleSince = document.visibilityState === "visible" ? performance.now() : null;
+  function vnow() { return visibleMs + (visibleSince !== null ? performance.now() - visibleSince : 0); }
+  var sentMs = 0;  // vnow() covered by the last successful save (the server adds deltas)
+
+  // ---------------------------------------------------------------- state
+  var state = { labels: [], active: -1, noFailure: false, note: "", status: null, loaded: false,
+                dirty: false, editedAfterSubmit: false };
+
+  function newLabel(init) {
+    init = init || {};
+    return { mode: init.mode || "", agent: init.agent || "", principals: (init.principals || []).slice(),
+             evidence: (init.evidence || []).slice(), note: init.note || "",
+             confidence: init.confidence === undefined ? null : init.confidence,
+             baseMs: init.time_ms || 0, t0: vnow(), tLast: null, uid: Math.random().toString(36).slice(2) };
+  }
+  function labelMs(l) { return l.baseMs + (l.tLast !== null ? Math.max(0, l.tLast - l.t0) : 0); }
+  function touch(l) { if (l) l.tLast = vnow(); }
+
+  function fmtMs(ms) {
+    var s = Math.round(ms / 1000), m = Math.floor(s / 60);
+    s = s % 60;
+    return m + ":" + (s < 10 ? "0" : "") + s;
+  }
+
+  // ---------------------------------------------------------------- rendering
+  function el(tag, attrs, text) {
+    var e = document.createElement(tag);
+    if (attrs) Object.keys(attrs).forEach(function (k) {
+      if (k === "class") e.className = attrs[k];
+      else if (attrs[k] !== null && attrs[k] !== undefined && attrs[k] !== false) e.setAttribute(k, attrs[k]);
+    });
+    if (text !== undefined && text !== null) e.textContent = text;
+    return e;
+  }
+
+  function modeSelect(l) {
+    var s = el("select", { "data-f": "mode", "aria-label": "Failure mode" });
+    s.appendChild(el("option", { value: "" }, "— choose a mode (m) —"));
+    cfg.categories.forEach(function (c) {
+      var g = el("optgroup", { label: (c.code ? c.code + " · " : "") + (c.name || "") });
+      cfg.modes.forEach(function (m) {
+        if (m.category === c.code) g.appendChild(el("option", { value: m.code }, m.code + " " + m.name));
+      });
+      s.appendChild(g);
+    });
+    s.value = l.mode || "";
+    return s;
+  }
+
+  function agentSelect(l) {
+    var s = el("select", { "data-f": "agent", "aria-label": "Responsible agent", required: "required" });
+    s.appendChild(el("option", { value: "" }, "— responsible agent (a) —"));
+    cfg.agents.forEach(function (a) {
+      s.appendChild(el("option", { value: a.id }, a.id + (a.principal_name ? "  (for " + a.principal_name + ")" : "")));
+    });
+    s.value = l.agent || "";
+    return s;
+  }
+
+  function renderLabels() {
+    $labels.textContent = "";
+    state.labels.forEach(function (l, i) {
+      var card = el("section", { "class": "label-card" + (i === state.active ? " active" : ""), "data-i": i,
+                                 "aria-label": "Label " + (i + 1) });
+      var head = el("div", { "class": "lc-head" });
+      var title = el("button", { type: "button", "class": "lc-title", "data-act": "activate",
+                                 title: "Make this the active label (evidence goes here)" });
+      title.appendChild(el("span", { "class": "lc-n" }, "L" + (i + 1)));
+      var m = modeByCode[l.mode];
+      title.appendChild(el("span", { "class": "lc-mode" }, m ? m.code + " · " + m.name : "no mode yet"));
+      head.appendChild(title);
+      if (i === state.active) head.appendChild(el("span", { "class": "lc-active small" }, "active"));
+      head.appendChild(el("span", { "class": "lc-time small muted", title: "time on this label" }, fmtMs(labelMs(l))));
+      head.appendChild(el("button", { type: "button", "class": "lc-remove", "data-act": "remove",
+                                      title: "Delete this label", "aria-label": "Delete label " + (i + 1) }, "✕"));
+      card.appendChild(head);
+      var sum = el("div", { "class": "lc-summary" });
+      sum.appendChild(el("span", l.agent ? null : { "class": "missing" }, l.agent || "no agent"));
+      sum.appendChild(document.createTextNode(" · "));
+      sum.appendChild(el("span", l.evidence.length ? null : { "class": "missing" },
+        l.evidence.length ? "evidence " + l.evidence.slice().sort(function (a, b) { return a - b; })
+          .map(function (q) { return "#" + q; }).join(", ") : "no evidence"));
+      if (l.note) sum.appendChild(document.createTextNode(" · " + l.note));
+      card.appendChild(sum);
+
+      var body = el("div", { "class": "lc-body" });
+      var r1 = el("label", { "class": "lc-field" });
+      r1.appendChild(el("span", null, "Mode"));
+      r1.appendChild(modeSelect(l));
+      body.appendChild(r1);
+      var r2 = el("label", { "class": "lc-field" + (l.agent ? "" : " missing") });
+      r2.appendChild(el("span", null, "Responsible agent"));
+      r2.appendChild(agentSelect(l));
+      body.appendChild(r2);
+
+      if (cfg.principals.length) {
+        var fs = el("fieldset", { "class": "lc-principals" });
+        fs.appendChild(el("legend", null, "Affected principals (optional)"));
+        cfg.principals.forEach(function (p) {
+          var lab = el("label", { "class": "chk" });
+          var cb = el("input", { type: "checkbox", "data-f": "principal", value: p.id });
+          cb.checked = l.principals.indexOf(p.id) !== -1;
+          lab.appendChild(cb);
+          lab.appendChild(document.createTextNode(" " + (p.name || p.id)));
+          fs.appendChild(lab);
+        });
+        body.appendChild(fs);
+      }
+
+      var ev = el("div", { "class": "lc-evidence" + (l.evidence.length ? "" : " missing") });
+      ev.appendChild(el("span", { "class": "lc-label" }, "Evidence"));
+      if (!l.evidence.length) {
+        ev.appendChild(el("span", { "class": "small muted" },
+          i === state.active ? "none yet: focus an event (j/k) and press x, or click its “+ evidence”"
+                             : "none yet (make this label active first)"));
+      }
+      l.evidence.slice().sort(function (a, b) { return a - b; }).forEach(function (seq) {
+        var chip = el("span", { "class": "chip" });
+        chip.appendChild(el("a", { href: "#e-" + seq, title: "Go to event #" + seq }, "#" + seq));
+        chip.appendChild(el("button", { type: "button", "data-act": "rm-ev", "data-seq": seq,
+                                        "aria-label": "Remove event " + seq + " from evidence" }, "×"));
+        ev.appendChild(chip);
+      });
+      body.appendChild(ev);
+
+      var r3 = el("label", { "class": "lc-field" });
+      r3.appendChild(el("span", null, "Note"));
+      var ta = el("textarea", { "data-f": "note", rows: "2", placeholder: "why this mode, for whom (optional)" });
+      ta.value = l.note || "";
+      r3.appendChild(ta);
+      body.appendChild(r3);
+
+      var r4 = el("label", { "class": "lc-field lc-conf" });
+      r4.appendChild(el("span", null, "Confidence"));
+      var cs = el("select", { "data-f": "confidence", "aria-label": "Confidence (optional)" });
+      [["", "—"], ["0.25", "low"], ["0.5", "medium"], ["0.75", "high"], ["1", "certain"]].forEach(function (o) {
+        cs.appendChild(el("option", { value: o[0] }, o[1]));
+      });
+      cs.value = l.confidence === null || l.confidence === undefined ? "" : String(Number(l.confidence));
+      if (cs.value === "" && l.confidence !== null && l.confidence !== undefined) {
+        cs.appendChild(el("option", { value: String(l.confidence) }, String(l.confidence)));
+        cs.value = String(l.confidence);
+      }
+      r4.appendChild(cs);
+      body.appendChild(r4);
+      card.appendChild(body);
+      card.appendChild(el("div", { "class": "lc-err", role: "alert", hidden: "hidden" }));
+      $labels.appendChild(card);
+    });
+    $noFail.checked = state.noFailure;
+    $noFail.disabled = state.labels.length > 0;
+    $noFail.parentNode.title = state.labels.length ? "Remove the labels first" : "";
+    if (!state.labels.length && !state.noFailure) {
+      $labels.appendChild(el("p", { "class": "small muted empty" },
+        "No labels yet. Press n (or “+ New label”) for a failure, or tick “No failure found”."));
+    }
+    pushMarks();
+  }
+
+  function pushMarks() {
+    var marks = {};
+    state.labels.forEach(function (l, i) {
+      l.evidence.forEach(function (seq) {
+        var m = marks[seq] || (marks[seq] = { labels: [], active: false });
+        m.labels.push(i + 1);
+        if (i === state.active) m.active = true;
+      });
+    });
+    T.setEvidence(marks);
+  }
+
+  function cardOf(i) { return $labels.querySelector('.label-card[data-i="' + i + '"]'); }
+
+  // ---------------------------------------------------------------- messages
+  function showErrors(msgs) {
+    $errors.textContent = "";
+    if (!msgs || !msgs.length) { $errors.hidden = true; return; }
+    msgs.forEach(function (m) { $errors.appendChild(el("div", null, m)); });
+    $errors.hidden = false;
+  }
+  function setSave(text, kind) {
+    $save.textContent = text;
+    $save.className = "save-state small" + (kind ? " " + kind : "");
+  }
+  function clearCardErrors() {
+    $labels.querySelectorAll(".lc-err").forEach(function (e) { e.hidden = true; e.textContent = ""; });
+    $labels.querySelectorAll(".label-card.invalid").forEach(function (c) { c.classList.remove("invalid"); });
+  }
+  function cardError(i, msg) {
+    var c = cardOf(i);
+    if (!c) return false;
+    c.classList.add("invalid");
+    var e = c.querySelector(".lc-err");
+    e.textContent = msg;
+    e.hidden = false;
+    return true;
+  }
+  function detailText(body) {
+    if (!body) return "request failed";
+    var d = body.detail;
+    if (typeof d === "string") return d;
+    if (Array.isArray(d)) return d.map(function (x) { return (x.loc ? x.loc.join(".") + ": " : "") + (x.msg || JSON.stringify(x)); }).join("; ");
+    return JSON.stringify(d || body);
+  }
+  function showServerError(status, body) {
+    var msg = detailText(body);
+    var m = /labels\[(\d+)\]/.exec(msg);
+    var i = m ? (sentIdx[Number(m[1])] !== undefined ? sentIdx[Number(m[1])] : Number(m[1])) : -1;
+    clearCardErrors();
+    if (m && cardError(i, msg)) showErrors(["Label L" + (i + 1) + ": " + msg]);
+    else showErrors([msg]);
+    setSave(status === 422 ? "not saved: see the message" : "not saved (" + status + ")", "bad");
+  }
+
+  // ---------------------------------------------------------------- API
+  function api(method, url, body, keepalive) {
+    var opts = { method: method, credentials: "same-origin",
+                 headers: { "Accept": "application/json", "X-CSRF-Token": csrf } };
+    if (body !== undefined) { opts.headers["Content-Type"] = "application/json"; opts.body = JSON.stringify(body); }
+    if (keepalive) opts.keepalive = true;
+    return fetch(url, opts).then(function (r) {
+      return r.text().then(function (t) {
+        var j = null;
+        try { j = t ? JSON.parse(t) : null; } catch (e) { j = { detail: t }; }
+        return { status: r.status, ok: r.ok, body: j };
+      });
+    });
+  }
+
+  var sentIdx = [];  // card index of each label in the last payload (server errors name labels[i])
+  function payload(status, upTo) {
+    var labels = state.labels;
+    if (status === "draft") labels = labels.filter(function (l) { return !!l.mode; });  // a draft label needs a mode
+    sentIdx = labels.map(function (l) { return state.labels.indexOf(l); });
+    return {
+      run_id: cfg.run_id, taxonomy: cfg.taxonomy, status: status, no_failure: !!state.noFailure,
+      note: state.note || null, time_ms: Math.max(0, Math.round(upTo - sentMs)),
+      labels: labels.map(function (l) {
+        return { mode: l.mode, agent: l.agent || null, principals: l.principals.slice(), evidence: l.evidence.slice(),
+                 note: l.note || null, confidence: l.confidence === "" ? null : l.confidence,
+                 time_ms: Math.round(labelMs(l)) };
+      })
+    };
+  }
+
+  var saveTimer = null, inFlight = null, again = false;
+  function changed() {
+    state.dirty = true;
+    if (state.status === "submitted") {
+      state.editedAfterSubmit = true;
+      setSave("edited after submitting: press Submit to update", "warn");
+      return;
+    }
+    setSave("unsaved changes…", "");
+    clearTimeout(saveTimer);
+    saveTimer = setTimeout(function () { saveDraft(); }, 900);
+  }
+
+  function saveDraft(keepalive) {
+    clearTimeout(saveTimer);
+    if (!state.loaded || state.status === "submitted") return Promise.resolve(null);
+    if (inFlight) { again = true; return inFlight; }
+    var hasContent = state.labels.some(function (l) { return !!l.mode; }) || state.noFailure || state.note;
+    if (!hasContent && state.status === null) { state.dirty = false; setSave("nothing to save yet", ""); return Promise.resolve(null); }
+    var upTo = vnow();
+    var body = payload("draft", upTo);
+    setSave("saving…", "");
+    inFlight = api("POST", "/api/v1/annotations", body, keepalive).then(function (r) {
+      inFlight = null;
+      if (r.ok) {
+        sentMs = upTo;
+        state.status = r.body && r.body.status || "draft";
+        state.dirty = again;
+        showErrors(null);
+        clearCardErrors();
+        var pending = state.labels.some(function (l) { return !l.mode; });
+        setSave("draft saved " + new Date().toLocaleTimeString() + (pending ? " (a label without a mode is not saved yet)" : ""), "ok");
+      } else {
+        showServerError(r.status, r.body);
+      }
+      if (again) { again = false; return saveDraft(); }
+      return r;
+    }, function () {
+      inFlight = null;
+      setSave("not saved: network error, will retry", "bad");
+      saveTimer = setTimeout(function () { saveDraft(); }, 5000);
+    });
+    return inFlight;
+  }
+
+  function validateForSubmit() {
+    clearCardErrors();
+    var problems = [];
+    if (!state.labels.length && !state.noFailure) {
+      problems.push("Add at least one label, or tick “No failure found”.");
+    }
+    state.labels.forEach(function (l, i) {
+      var miss = [];
+      if (!l.mode) miss.push("a mode");
+      if (!l.agent) miss.push("the responsible agent");
+      if (!l.evidence.length) miss.push("at least one evidence event");
+      if (miss.length) {
+        var msg = "needs " + miss.join(", ");
+        cardError(i, msg);
+        problems.push("Label L" + (i + 1) + " " + msg + ".");
+      }
+    });
+    return problems;
+  }
+
+  function submit() {
+    var problems = validateForSubmit();
+    if (problems.length) { showErrors(problems); setSave("not submitted", "bad"); return Promise.resolve(null); }
+    clearTimeout(saveTimer);
+    var go = function () {
+      var upTo = vnow();
+      setSave("submitting…", "");
+      return api("POST", "/api/v1/annotations", payload("submitted", upTo)).then(function (r) {
+        if (r.ok) {
+          sentMs = upTo;
+          state.status = "submitted";
+          state.dirty = false;
+          state.editedAfterSubmit = false;
+          showErrors(null);
+          setSave("submitted ✓ " + new Date().toLocaleTimeString() + ". Press ] for the next run", "ok");
+          panel.classList.add("submitted");
+          $next.classList.add("primary");
+          $next.focus();
+        } else {
+          showServerError(r.status, r.body);
+        }
+        return r;
+      });
+    };
+    return (inFlight || Promise.resolve()).then(go);
+  }
+
+  var leaveAnyway = false;
+  function nextRun() {
+    if (state.editedAfterSubmit && !leaveAnyway) {
+      leaveAnyway = true;
+      showErrors(["You changed this submitted annotation. Press Submit (s) to keep the changes, or ] again to leave without them."]);
+      return Promise.resolve(null);
+    }
+    var before = state.dirty && state.status !== "submitted" ? saveDraft() : Promise.resolve();
+    return Promise.resolve(before).then(function () {
+      return api("GET", "/api/v1/queue/next");
+    }).then(function (r) {
+      if (r.status === 404) {
+        showErrors(["Your queue is empty: every assigned run is submitted. "]);
+        $errors.appendChild(el("a", { href: "/" }, "Back to the queue"));
+        return;
+      }
+      if (!r.ok) { showServerError(r.status, r.body); return; }
+      var rid = r.body && r.body.run_id;
+      if (!rid) return;
+      if (rid === cfg.run_id) {
+        showErrors(["This run is still the next one in your queue: submit it first (s)."]);
+        return;
+      }
+      window.location.href = "/runs/" + encodeURIComponent(rid).replace(/%2F/g, "/");
+    });
+  }
+
+  // ---------------------------------------------------------------- label operations
+  function active() { return state.labels[state.active] || null; }
+
+  function addLabel(init) {
+    state.labels.push(newLabel(init));
+    state.active = state.labels.length - 1;
+    state.noFailure = false;
+    renderLabels();
+    return active();
+  }
+
+  function setActive(i) {
+    if (i < 0 || i >= state.labels.length || i === state.active) return;
+    state.active = i;
+    renderLabels();
+  }
+
+  function attach(seq) {
+    if (seq === null || seq === undefined) { flashMsg("Focus an event first: j / k, or click it."); return; }
+    var l = active();
+    if (!l) {
+      l = addLabel();
+      flashMsg("Started label L" + state.labels.length + " for this evidence: choose its mode (m).");
+    }
+    var k = l.evidence.indexOf(seq);
+    if (k === -1) l.evidence.push(seq); else l.evidence.splice(k, 1);
+    touch(l);
+    renderLabels();
+    changed();
+  }
+
+  function setMode(code) {
+    var l = active() || addLabel();
+    l.mode = code;
+    touch(l);
+    renderLabels();
+    changed();
+  }
+
+  function cycleAgent() {
+    var l = active();
+    if (!l) { flashMsg("No active label: press n first."); return; }
+    if (!cfg.agents.length) return;
+    var ids = cfg.agents.map(function (a) { return a.id; });
+    var k = ids.indexOf(l.agent);
+    l.agent = ids[(k + 1) % ids.length];
+    touch(l);
+    renderLabels();
+    changed();
+  }
+
+  var flashTimer = null;
+  function flashMsg(text) {
+    showErrors([text]);
+    $errors.classList.add("info");
+    clearTimeout(flashTimer);
+    flashTimer = setTimeout(function () { $errors.classList.remove("info"); showErrors(null); }, 4000);
+  }
+
+  // ---------------------------------------------------------------- panel events (delegated)
+  panel.addEventListener("click", function (e) {
+    var a = e.target.closest("[data-act]");
+    var card = e.target.closest(".label-card");
+    var i = card ? Number(card.getAttribute("data-i")) : -1;
+    if (card && i !== state.active && !(a && a.getAttribute("data-act") === "remove")) {
+      state.active = i;  // an inactive card shows only its summary: open it
+      renderLabels();
+      if (!a || a.getAttribute("data-act") === "activate") return;
+    }
+    if (!a) return;
+    var act = a.getAttribute("data-act");
+    if (act === "activate") { renderLabels(); }
+    else if (act === "remove") {
+      state.labels.splice(i, 1);
+      if (state.active >= state.labels.length) state.active = state.labels.length - 1;
+      renderLabels();
+      changed();
+    } else if (act === "rm-ev") {
+      var l = state.labels[i], seq = Number(a.getAttribute("data-seq"));
+      l.evidence = l.evidence.filter(function (s) { return s !== seq; });
+      touch(l);
+      renderLabels();
+      changed();
+    } else if (act === "new-label") { addLabel(); openPicker(""); }
+    else if (act === "submit") { submit(); }
+    else if (act === "next-run") { nextRun(); }
+    else if (act === "shortcuts") { openOverlay($shortcuts); }
+    else if (act === "use-mode") { setMode(a.getAttribute("data-mode")); }
+  });
+
+  panel.addEventListener("change", function (e) {
+    var f = e.target.getAttribute("data-f");
+    if (e.target === $noFail) {
+      state.noFailure = $noFail.checked;
+      renderLabels();
+      changed();
+      return;
+    }
+    var card = e.target.closest(".label-card");
+    if (!card || !f) return;
+    var l = state.labels[Number(card.getAttribute("data-i"))];
+    if (f === "mode") { l.mode = e.target.value; touch(l); renderLabels(); }
+    else if (f === "agent") { l.agent = e.target.value; touch(l); e.target.closest(".lc-field").classList.toggle("missing", !l.agent); }
+    else if (f === "principal") {
+      var p = e.target.value, k = l.principals.indexOf(p);
+      if (e.target.checked && k === -1) l.principals.push(p);
+      if (!e.target.checked && k !== -1) l.principals.splice(k, 1);
+      touch(l);
+    } else if (f === "confidence") { l.confidence = e.target.value === "" ? null : Number(e.target.value); touch(l); }
+    else if (f === "note") { return; }
+    changed();
+  });
+
+  panel.addEventListener("input", function (e) {
+    if (e.target === $note) { state.note = $note.value; changed(); return; }
+    if (e.target.getAttribute("data-f") !== "note") return;
+    var card = e.target.closest(".label-card");
+    var l = state.labels[Number(card.getAttribute("data-i"))];
+    l.note = e.target.value;
+    touch(l);
+    changed();
+  });
+
+  T.onAttach = attach;
+
+  // ---------------------------------------------------------------- mode picker
+  var pickIdx = 0;
+  function pickerItems() { return Array.prototype.slice.call($modeList.children); }
+  function visibleItems() { return pickerItems().filter(function (li) { return !li.hidden; }); }
+  function filterPicker() {
+    var q = $filter.value.trim().toLowerCase();
+    var exact = null;
+    pickerItems().forEach(function (li) {
+      var code = li.getAttribute("data-mode").toLowerCase();
+      var ok = !q || code.indexOf(q) === 0 || li.getAttribute("data-search").indexOf(q) !== -1;
+      li.hidden = !ok;
+      if (code === q) exact = li;
+    });
+    var vis = visibleItems();
+    pickIdx = exact ? vis.indexOf(exact) : 0;
+    markPick();
+  }
+  function markPick() {
+    var vis = visibleItems();
+    pickerItems().forEach(function (li) { li.classList.remove("sel"); li.removeAttribute("aria-selected"); });
+    if (vis[pickIdx]) { vis[pickIdx].classList.add("sel"); vis[pickIdx].setAttribute("aria-selected", "true");
+                        vis[pickIdx].scrollIntoView({ block: "nearest" }); }
+  }
+  function openPicker(prefix) {
+    if (!active()) addLabel();
+    document.getElementById("picker-label-n").textContent = "L" + (state.active + 1);
+    openOverlay($picker);
+    $filter.value = prefix || "";
+    filterPicker();
+    $filter.focus();
+  }
+  $filter.addEventListener("input", filterPicker);
+  $filter.addEventListener("keydown", function (e) {
+    var vis = visibleItems();
+    if (e.key === "ArrowDown") { e.preventDefault(); pickIdx = Math.min(vis.length - 1, pickIdx + 1); markPick(); }
+    else if (e.key === "ArrowUp") { e.preventDefault(); pickIdx = Math.max(0, pickIdx - 1); markPick(); }
+    else if (e.key === "Enter") {
+      e.preventDefault();
+      if (vis[pickIdx]) { closeOverlays(); setMode(vis[pickIdx].getAttribute("data-mode")); }
+    } else if (e.key === "Escape") { e.preventDefault(); e.stopPropagation(); closeOverlays(); }
+  });
+  $modeList.addEventListener("click", function (e) {
+    var li = e.target.closest("li[data-mode]");
+    if (li) { closeOverlays(); setMode(li.getAttribute("data-mode")); }
+  });
+
+  function categoryPrefix(n) {
+    var c = cfg.categories[n - 1];
+    if (!c) return null;
+    var codes = cfg.modes.filter(function (m) { return m.category === c.code; }).map(function (m) { return m.code; });
+    if (!codes.length) return null;
+    var p = codes[0];
+    codes.forEach(function (code) { while (code.indexOf(p) !== 0) p = p.slice(0, -1); });
+    return p;
+  }
+
+  // ---------------------------------------------------------------- overlays
+  var lastFocus = null;
+  function openOverlay(o) {
+    closeOverlays(true);
+    lastFocus = document.activeElement;
+    o.hidden = false;
+    document.body.classList.add("overlay-open");
+  }
+  function closeOverlays(keepFocus) {
+    var was = false;
+    [$picker, $shortcuts].forEach(function (o) {
+      if (o.hidden) return;
+      // blur now: a focused input inside a hidden dialog keeps focus until the browser's next
+      // style update, and the keys pressed meanwhile would be typed into it
+      if (o.contains(document.activeElement)) document.activeElement.blur();
+      o.hidden = true;
+      was = true;
+    });
+    document.body.classList.remove("overlay-open");
+    if (was && !keepFocus && lastFocus && lastFocus !== document.body && lastFocus.focus && document.contains(lastFocus)) {
+      lastFocus.focus({ preventScroll: true });
+    }
+    return was;
+  }
+  [$picker, $shortcuts].forEach(function (o) {
+    o.addEventListener("click", function (e) {
+      if (e.target === o || (e.target.closest("[data-act]") && e.target.closest("[data-act]").getAttribute("data-act") === "close-overlay")) closeOverlays();
+    });
+  });
+
+  // ---------------------------------------------------------------- keyboard
+  var NOT_TEXT = /^(checkbox|radio|button|submit|reset|range|color|file|image)$/;
+  function typingIn(t) {
+    if (!t) return false;
+    if (t.isContentEditable || t.tagName === "TEXTAREA" || t.tagName === "SELECT") return true;
+    return t.tagName === "INPUT" && !NOT_TEXT.test((t.type || "text").toLowerCase());
+  }
+  document.addEventListener("keydown", function (e) {
+    var t = e.target;
+    if (!$picker.hidden) return;  // the picker's input handles its own keys
+    if (!$shortcuts.hidden) {
+      if (e.key === "Escape" || e.key === "?") { e.preventDefault(); closeOverlays(); }
+      return;
+    }
+    if (typingIn(t)) {
+      if (e.key === "Escape") { t.blur(); e.preventDefault(); }
+      return;
+    }
+    if ((e.ctrlKey || e.metaKey) && e.key === "Enter") { e.preventDefault(); submit(); return; }
+    if (e.ctrlKey || e.metaKey || e.altKey) return;
+    var k = e.key;
+    if (k === "Enter") {
+      if (t && t.closest && t.closest("a, button, summary, input, label")) return;  // Enter activates the control
+      e.preventDefault(); attach(T.focusedSeq()); return;
+    }
+    var handled = true;
+    if (k === "j") T.move(1);
+    else if (k === "k") T.move(-1);
+    else if (k === "x") attach(T.focusedSeq());
+    else if (k === "n") { addLabel(); openPicker(""); }
+    else if (k === "m") openPicker("");
+    else if (/^[1-9]$/.test(k)) { var p = categoryPrefix(Number(k)); if (p !== null) openPicker(p); else handled = false; }
+    else if (k === "a") cycleAgent();
+    else if (k === "l") { if (state.labels.length) setActive((state.active + 1) % state.labels.length); }
+    else if (k === "/") T.focusSearch();
+    else if (k === "s") submit();
+    else if (k === "]") nextRun();
+    else if (k === "?") openOverlay($shortcuts);
+    else if (k === "c") T.toggleCollapsePrivate();
+    else if (k === "p") T.toggleContext();
+    else if (k === "Escape") { closeOverlays(); showErrors(null); }
+    else handled = false;
+    if (handled) e.preventDefault();
+  });
+
+  // ---------------------------------------------------------------- time, leaving, loading
+  document.addEventListener("visibilitychange", function () {
+    if (document.visibilityState === "visible") {
+      if (visibleSince === null) visibleSince = performance.now();
+    } else {
+      if (visibleSince !== null) { visibleMs += performance.now() - visibleSince; visibleSince = null; }
+      if (state.dirty && state.status !== "submitted") saveDraft(true);
+    }
+  });
+  window.addEventListener("pagehide", function () {
+    if (state.dirty && state.status !== "submitted") saveDraft(true);
+  });
+  setInterval(function () {
+    $time.textContent = "Time on this run (visible): " + fmtMs(vnow() + (state.baseMs || 0));
+    state.labels.forEach(function (l, i) {
+      var c = cardOf(i), t = c && c.querySelector(".lc-time");
+      if (t) t.textContent = fmtMs(labelMs(l));
+    });
+  }, 5000);
+
+  function load() {
+    var url = "/api/v1/annotations/mine?run_id=" + encodeURIComponent(cfg.run_id) + "&taxonomy=" + encodeURIComponent(cfg.taxonomy);
+    return api("GET", url).then(function (r) {
+      if (r.ok && r.body) {
+        var a = r.body;
+        state.labels = (a.labels || []).map(newLabel);
+        state.active = state.labels.length ? 0 : -1;
+        state.noFailure = !!a.no_failure;
+        state.note = a.note || "";
+        state.status = a.status || "draft";
+        state.baseMs = a.time_ms || 0;
+        $note.value = state.note;
+        if (state.status === "submitted") {
+          panel.classList.add("submitted");
+          setSave("submitted earlier: edit and press Submit to update", "ok");
+        } else {
+          setSave("draft loaded", "");
+        }
+      } else if (r.status === 404) {
+        setSave("not started", "");
+      } else {
+        showServerError(r.status, r.body);
+      }
+      state.loaded = true;
+      renderLabels();
+    }, function () {
+      state.loaded = true;
+      setSave("could not load your labels (network)", "bad");
+      renderLabels();
+    });
+  }
+  renderLabels();
+  load();
+  window.A2Label = { state: state, submit: submit, nextRun: nextRun, saveDraft: saveDraft };
+})();

@@ -1,0 +1,310 @@
+/* a2annotate trace view: focus, search, folding, deep links, evidence marks.
+ *
+ * The server renders every event once; this script never builds rows. It uses a handful of
+ * delegated listeners (no per-event listeners) and O(n) passes only on demand (first search,
+ * collapse all). Public API on window.A2Trace for labeling.js.
+ */
+(function () {
+  "use strict";
+  var trace = document.getElementById("trace");
+  if (!trace) return;
+  var rows = Array.prototype.slice.call(trace.querySelectorAll(":scope > .ev"));
+  var bySeq = {};
+  rows.forEach(function (r, i) { bySeq[r.dataset.seq] = i; });
+  var focusedIdx = -1;
+  var texts = null;            // lower-cased searchable text per row, built on first search
+  var matches = [];            // row indexes matching the current query
+  var cur = -1;                // position in matches
+  var query = "";
+  var marked = [];             // rows currently marked as evidence
+  var searchInput = document.getElementById("trace-search");
+  var searchCount = document.getElementById("search-count");
+  var searchFilter = document.getElementById("search-filter");
+  var api = { onAttach: null };
+
+  function rowOf(el) {
+    var r = el && el.closest ? el.closest(".ev") : null;
+    return r && r.parentNode === trace ? r : null;
+  }
+
+  function isShown(i) {
+    return !trace.classList.contains("filtering") || rows[i].classList.contains("match");
+  }
+
+  function focusIdx(i, opts) {
+    if (i < 0 || i >= rows.length) return;
+    if (focusedIdx >= 0 && rows[focusedIdx]) rows[focusedIdx].classList.remove("focused");
+    focusedIdx = i;
+    var r = rows[i];
+    r.classList.add("focused");
+    if (!opts || !opts.noFocus) r.focus({ preventScroll: true });
+    reveal(r, opts && opts.center ? "center" : "nearest");
+  }
+
+  /* Rows use content-visibility:auto, so rows rendered for the first time change height after
+     the first scroll; scrolling again on the next two frames lands on the row. */
+  function reveal(r, block) {
+    r.scrollIntoView({ block: block });
+    requestAnimationFrame(function () {
+      r.scrollIntoView({ block: block });
+      requestAnimationFrame(function () { r.scrollIntoView({ block: block }); });
+    });
+  }
+
+  function move(delta) {
+    if (!rows.length) return;
+    var i = focusedIdx;
+    if (i < 0 || !rowInView(rows[i])) {  // start where the reader is looking
+      i = firstVisible();
+      if (isShown(i)) { focusIdx(i); return; }
+    }
+    for (var j = i + delta; j >= 0 && j < rows.length; j += delta) {
+      if (isShown(j)) { focusIdx(j); return; }
+    }
+  }
+
+  function rowInView(r) {
+    var b = r.getBoundingClientRect();
+    return b.bottom > 0 && b.top < window.innerHeight;
+  }
+
+  function firstVisible() {
+    // the first row whose top is inside the viewport (so `j` starts where the reader is)
+    var top = 0;
+    var head = document.querySelector(".sticky-head");
+    if (head) top = head.getBoundingClientRect().bottom;
+    var lo = 0, hi = rows.length - 1, ans = 0;
+    while (lo <= hi) {  // binary search: rows are in document order
+      var mid = (lo + hi) >> 1;
+      if (rows[mid].getBoundingClientRect().bottom < top) { lo = mid + 1; } else { ans = mid; hi = mid - 1; }
+    }
+    return ans;
+  }
+
+  function goTo(seq, flash) {
+    var i = bySeq[String(seq)];
+    if (i === undefined) return false;
+    var r = rows[i];
+    if (trace.classList.contains("filtering") && !r.classList.contains("match")) {
+      searchFilter.checked = false;
+      trace.classList.remove("filtering");
+    }
+    expandRow(r);
+    focusIdx(i, { center: true });
+    if (flash) {
+      r.classList.remove("flash");
+      void r.offsetWidth;  // restart the animation
+      r.classList.add("flash");
+    }
+    return true;
+  }
+
+  function expandRow(r) {
+    if (!r.classList.contains("private")) return;
+    if (trace.classList.contains("collapse-private")) r.classList.add("open");
+    r.classList.remove("closed");
+  }
+
+  // ---------------------------------------------------------------- search
+  function rowText(r) {
+    var parts = [];
+    for (var c = r.firstElementChild; c; c = c.nextElementSibling) {
+      if (c.tagName === "HEADER") {
+        for (var h = c.firstElementChild; h; h = h.nextElementSibling) {
+          if (!h.classList.contains("ev-tools")) parts.push(h.textContent);
+        }
+      } else {
+        parts.push(c.textContent);
+      }
+    }
+    return parts.join(" ").toLowerCase();
+  }
+
+  function runSearch(q) {
+    q = (q || "").trim().toLowerCase();
+    if (q === query) return;
+    query = q;
+    for (var k = 0; k < matches.length; k++) rows[matches[k]].classList.remove("match", "current-match");
+    matches = [];
+    cur = -1;
+    if (!q) {
+      trace.classList.remove("filtering", "searching");
+      searchCount.textContent = "";
+      return;
+    }
+    if (!texts) texts = rows.map(rowText);
+    for (var i = 0; i < rows.length; i++) {
+      if (texts[i].indexOf(q) !== -1) { rows[i].classList.add("match"); matches.push(i); }
+    }
+    trace.classList.add("searching");
+    trace.classList.toggle("filtering", !!searchFilter.checked);
+    updateCount();
+  }
+
+  function updateCount() {
+    if (!query) { searchCount.textContent = ""; return; }
+    searchCount.textContent = !matches.length ? "0 matches"
+      : cur < 0 ? matches.length + (matches.length === 1 ? " match" : " matches")
+      : (cur + 1) + "/" + matches.length;
+  }
+
+  function step(delta) {
+    runSearch(searchInput.value);
+    if (!matches.length) { updateCount(); return; }
+    if (cur >= 0) rows[matches[cur]].classList.remove("current-match");
+    if (cur < 0 && delta < 0) cur = 0;
+    cur = (cur + delta + matches.length) % matches.length;
+    var r = rows[matches[cur]];
+    r.classList.add("current-match");
+    expandRow(r);
+    r.querySelectorAll("details:not([open])").forEach(function (d) {
+      if (d.textContent.toLowerCase().indexOf(query) !== -1) d.open = true;
+    });
+    focusIdx(matches[cur], { center: true, noFocus: true });
+    updateCount();
+  }
+
+  var searchTimer = null;
+  if (searchInput) {
+    searchInput.addEventListener("input", function () {
+      clearTimeout(searchTimer);
+      searchTimer = setTimeout(function () { runSearch(searchInput.value); }, 120);
+    });
+    searchInput.addEventListener("keydown", function (e) {
+      if (e.key === "Enter") { e.preventDefault(); step(e.shiftKey ? -1 : 1); }
+      else if (e.key === "Escape") {
+        e.preventDefault();
+        if (searchInput.value) { searchInput.value = ""; runSearch(""); } else { searchInput.blur(); }
+        e.stopPropagation();
+      }
+    });
+  }
+  if (searchFilter) {
+    searchFilter.addEventListener("change", function () {
+      trace.classList.toggle("filtering", searchFilter.checked && !!query);
+    });
+  }
+
+  // ---------------------------------------------------------------- collapsing
+  function setCollapsePrivate(on) {
+    trace.querySelectorAll(":scope > .ev.open, :scope > .ev.closed").forEach(function (r) {
+      r.classList.remove("open", "closed");
+    });
+    trace.classList.toggle("collapse-private", on);
+    var btn = document.querySelector('[data-act="toggle-private"]');
+    if (btn) {
+      btn.textContent = on ? "Expand private" : "Collapse private";
+      btn.setAttribute("aria-pressed", on ? "true" : "false");
+    }
+  }
+
+  function toggleRow(r) {
+    if (trace.classList.contains("collapse-private")) r.classList.toggle("open");
+    else r.classList.toggle("closed");
+  }
+
+  // ---------------------------------------------------------------- evidence marks
+  /* marks: {seq: {labels: [1, 3], active: true}} */
+  function markOf(r) {
+    var m = r.querySelector(".ev-mark");
+    if (!m) {
+      m = document.createElement("span");
+      m.className = "ev-mark";
+      var tools = r.querySelector(".ev-tools");
+      tools.insertBefore(m, tools.firstChild);
+    }
+    return m;
+  }
+
+  function setEvidence(marks) {
+    marked.forEach(function (r) {
+      r.classList.remove("is-ev", "is-ev-active");
+      var b = r.querySelector(".attach");
+      if (b) b.textContent = "+ evidence";
+    });
+    marked = [];
+    Object.keys(marks).forEach(function (seq) {
+      var i = bySeq[seq];
+      if (i === undefined) return;
+      var r = rows[i], m = marks[seq];
+      r.classList.add("is-ev");
+      if (m.active) r.classList.add("is-ev-active");
+      markOf(r).textContent = "evidence of " + m.labels.map(function (n) { return "L" + n; }).join(", ");
+      var b = r.querySelector(".attach");
+      if (b && m.active) b.textContent = "− evidence";  // a second press detaches
+      marked.push(r);
+    });
+  }
+
+  // ---------------------------------------------------------------- delegated listeners
+  document.addEventListener("click", function (e) {
+    var link = e.target.closest && e.target.closest('a[href^="#e-"]');
+    if (link) {
+      var seq = link.getAttribute("href").slice(3);
+      if (goTo(seq, true)) {
+        e.preventDefault();
+        history.replaceState(null, "", "#e-" + seq);
+      }
+      return;
+    }
+    var act = e.target.closest && e.target.closest("[data-act]");
+    var r = rowOf(e.target);
+    if (act && r) {
+      var a = act.getAttribute("data-act");
+      if (a === "toggle") { toggleRow(r); }
+      else if (a === "attach") { focusIdx(bySeq[r.dataset.seq], { noFocus: true }); if (api.onAttach) api.onAttach(Number(r.dataset.seq)); }
+      else if (a === "unfold") {
+        var prev = act.previousElementSibling;
+        if (prev) prev.classList.remove("folded");
+        act.remove();
+      }
+      return;
+    }
+    if (act) {
+      var b = act.getAttribute("data-act");
+      if (b === "toggle-private") setCollapsePrivate(!trace.classList.contains("collapse-private"));
+      else if (b === "toggle-context") toggleContext();
+      else if (b === "search-next") step(1);
+      else if (b === "search-prev") step(-1);
+      return;
+    }
+    if (r && !e.target.closest("a, button, summary, pre, input, textarea, select")) {
+      var sel = window.getSelection && window.getSelection();
+      if (!sel || sel.isCollapsed) focusIdx(bySeq[r.dataset.seq], { noFocus: false });
+    }
+  });
+
+  trace.addEventListener("focusin", function (e) {
+    var r = rowOf(e.target);
+    if (r && r === e.target) {
+      var i = bySeq[r.dataset.seq];
+      if (i !== focusedIdx) {
+        if (focusedIdx >= 0) rows[focusedIdx].classList.remove("focused");
+        focusedIdx = i;
+        r.classList.add("focused");
+      }
+    }
+  });
+
+  function toggleContext() {
+    document.body.classList.toggle("ctx-hidden");
+  }
+
+  function fromHash() {
+    var m = /^#e-(\d+)$/.exec(location.hash);
+    if (m) goTo(m[1], true);
+  }
+  window.addEventListener("hashchange", fromHash);
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", fromHash);
+  else fromHash();
+
+  api.move = move;
+  api.goTo = goTo;
+  api.focusedSeq = function () { return focusedIdx >= 0 ? Number(rows[focusedIdx].dataset.seq) : null; };
+  api.setEvidence = setEvidence;
+  api.toggleCollapsePrivate = function () { setCollapsePrivate(!trace.classList.contains("collapse-private")); };
+  api.toggleContext = toggleContext;
+  api.focusSearch = function () { if (searchInput) { searchInput.focus(); searchInput.select(); } };
+  api.count = rows.length;
+  window.A2Trace = api;
+})();
