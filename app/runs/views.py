@@ -37,12 +37,22 @@ def list_runs(
             "items": [service.run_summary(session, r) for r in rows]}
 
 
-@router.get("/runs/{run_id}", summary="One run in canonical shape")
+@router.get("/runs/{run_id:path}", summary="One run in canonical shape")
 def get_run(run_id: str, session: SessionDep, user: ApiUser) -> dict[str, Any]:
+    """The run as stored, in the canonical shape. For annotators, while labels are blind, the
+    run's `audits` (machine judges' labels) are withheld, and the demo corpus's seeded truth
+    (`metadata.demo_truth`) is shown to admins only."""
+    from app.annotations.blind import labels_visible_to
+
     run = service.get_run(session, run_id)
     if run is None:
         raise HTTPException(404, f"no run {run_id!r}")
-    return service.to_canonical(session, run)
+    canon = service.to_canonical(session, run)
+    if user.role != "admin":
+        canon["metadata"].pop("demo_truth", None)
+    if not labels_visible_to(session, user):
+        canon["audits"] = []
+    return canon
 
 
 @router.post(

@@ -40,7 +40,7 @@ def test_import_json_array_then_get_in_canonical_shape(client):
     assert r.status_code == 200, r.text
     body = r.json()
     assert (body["imported"], body["unchanged"], body["rejected"], body["errors"]) == (4, 0, 0, [])
-    got = client.get(f"/api/v1/runs/{rs[2]['run_id']}", headers=auth(client, "annotator"))
+    got = client.get(f"/api/v1/runs/{rs[2]['run_id']}", headers=auth(client))
     assert got.status_code == 200 and got.json() == rs[2]
     again = client.post("/api/v1/imports", json=rs, headers=auth(client)).json()
     assert (again["imported"], again["unchanged"]) == (0, 4)
@@ -93,3 +93,14 @@ def test_list_runs_filters_and_pages(client):
 
 def test_healthz_needs_no_auth(client):
     assert client.get("/healthz").json() == {"status": "ok"}
+
+
+def test_annotators_do_not_see_seeded_truth_or_judges_while_blind(client):
+    rs = [r for r in runs(30, seed=8) if r["audits"] and r["metadata"].get("demo_truth")][:1]
+    client.post("/api/v1/imports", json=rs, headers=auth(client))
+    run_id = rs[0]["run_id"]
+    as_admin = client.get(f"/api/v1/runs/{run_id}", headers=auth(client)).json()
+    as_annotator = client.get(f"/api/v1/runs/{run_id}", headers=auth(client, "annotator")).json()
+    assert as_admin == rs[0]
+    assert "demo_truth" not in as_annotator["metadata"] and as_annotator["audits"] == []
+    assert as_annotator["events"] == rs[0]["events"]
