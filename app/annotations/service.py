@@ -1,12 +1,24 @@
-"""Annotation services. Plain functions that take a session."""
+"""Annotation services. Plain functions that take a session.
+
+`save_annotation` creates or replaces one annotator's annotation of a run under one taxonomy
+version (validating every label against the run and the taxonomy); `list_annotations` reads them
+back under blind mode; `sync_audit_annotations` turns a run's audits into judge annotations.
+"""
 from __future__ import annotations
 
-from sqlalchemy import delete, select as sa_select
+import math
+from collections.abc import Mapping, Sequence
+from datetime import UTC
+from typing import Any
+
+from sqlalchemy import delete, insert
 from sqlmodel import Session, select
 
-from app.annotations.models import Annotation, Label
+from app.annotations.models import Annotation, GoldRun, Label
+from app.auth.models import User
 from app.auth.service import judge_user
-from app.runs.models import Run, utcnow
+from app.runs.models import Agent, Event, Principal, Run, utcnow
+from app.taxonomies.models import Taxonomy
 
 
 def sync_audit_annotations(session: Session, run_row: Run, run: dict, tax_cache: dict | None = None) -> None:
@@ -16,7 +28,7 @@ def sync_audit_annotations(session: Session, run_row: Run, run: dict, tax_cache:
     nothing in this run gets an explicit "no failure found" annotation (its silence is data).
     Audits whose mode is in no known taxonomy are kept in the audit table only.
     """
-    from app.taxonomies.service import latest, taxonomy_for_mode, canonical_mode
+    from app.taxonomies.service import canonical_mode, latest, taxonomy_for_mode
 
     tax_cache = tax_cache if tax_cache is not None else {}
     old = session.exec(select(Annotation.id).where(Annotation.run_pk == run_row.id,
@@ -40,15 +52,335 @@ def sync_audit_annotations(session: Session, run_row: Run, run: dict, tax_cache:
             if isinstance(source, str) and not any(k[0] == source for k in groups):
                 groups[(source, default_tax.id)] = []
     now = utcnow()
+    judges = tax_cache.setdefault("judge_ids", {})
     for (source, tax_id), audits in groups.items():
-        user = judge_user(session, source)
-        ann = Annotation(run_pk=run_row.id, user_id=user.id, taxonomy_pk=tax_id, status="submitted",
+        if source not in judges:
+            judges[source] = judge_user(session, source).id
+        ann = Annotation(run_pk=run_row.id, user_id=judges[source], taxonomy_pk=tax_id, status="submitted",
                          no_failure=not audits, origin="audit", submitted_at=now)
         session.add(ann)
         session.flush()
         tax = taxes[tax_id]
-        for a in audits:
-            session.add(Label(annotation_id=ann.id, mode=canonical_mode(tax, a["mode"]) or a["mode"],
-                              agent=a.get("agent") or "", evidence=list(a.get("evidence") or []),
-                              note=a.get("note")))
+        rows = [{"annotation_id": ann.id, "mode": canonical_mode(tax, a["mode"]) or a["mode"],
+                 "agent": a.get("agent") or "", "principals": [], "evidence": list(a.get("evidence") or []),
+                 "note": a.get("note"), "confidence": None, "time_ms": 0, "created_at": now}
+                for a in audits]
+        if rows:
+            session.connection().execute(insert(Label.__table__), rows)
+
+
+# --------------------------------------------------------------------------- saving annotations
+
+STATUSES = ("draft", "submitted")
+#: The label fields a request may send (anything else is refused, so typos do not vanish).
+LABEL_KEYS = ("mode", "agent", "principals", "evidence", "note", "confidence", "time_ms")
+
+
+class AnnotationError(ValueError):
+    """Bad annotation input. `field` is the path of the offending value (e.g. `labels[1].agent`)."""
+
+    def __init__(self, field: str, message: str):
+        self.field = field
+        self.message = message
+        super().__init__(f"{field}: {message}")
+
+
+class NotFoundError(LookupError):
+    """The run, taxonomy or annotation asked for does not exist."""
+
+
+class LockedError(RuntimeError):
+    """The run is adjudicated under this taxonomy version: its annotations can no longer change."""
+
+
+def tax_ref(tax: Taxonomy) -> str:
+    """Returns `key@version`, the way users name one taxonomy version."""
+    return f"{tax.key}@{tax.version}"
+
+
+def resolve_taxonomy(session: Session, ref: str | None, field: str = "taxonomy") -> Taxonomy:
+    """Returns the taxonomy version named by `ref` (`key`, `key@version`, numeric id, or None for
+    the default a2-failures latest); raises AnnotationError naming `field` when there is none."""
+    from app.taxonomies.service import resolve
+
+    if ref is not None and not isinstance(ref, str):
+        raise AnnotationError(field, f"must be a taxonomy key like 'a2-failures' or 'a2-failures@1', got {ref!r}")
+    tax = resolve(session, ref.strip() if isinstance(ref, str) else None)
+    if tax is None:
+        raise AnnotationError(field, f"unknown taxonomy {ref!r}" if ref else "no taxonomy is registered")
+    return tax
+
+
+def get_run_or_error(session: Session, run_id: Any, field: str = "run_id") -> Run:
+    """Returns the Run row with this run_id; raises NotFoundError (AnnotationError if not text)."""
+    from app.runs.service import get_run
+
+    if not isinstance(run_id, str) or not run_id.strip():
+        raise AnnotationError(field, f"must be a non-empty run id, got {run_id!r}")
+    run = get_run(session, run_id)
+    if run is None:
+        raise NotFoundError(f"no run {run_id!r}")
+    return run
+
+
+class RunContext:
+    """The agent ids, principal ids and event seqs of one run (what labels may refer to)."""
+
+    def __init__(self, session: Session, run: Run):
+        self.run_id = run.run_id
+        self.agents = set(session.exec(select(Agent.agent_id).where(Agent.run_pk == run.id)).all())
+        self.principals = set(session.exec(select(Principal.principal_id).where(Principal.run_pk == run.id)).all())
+        self.seqs = set(session.exec(select(Event.seq).where(Event.run_pk == run.id)).all())
+
+
+def _label_rules(tax: Taxonomy) -> dict[str, tuple[bool, int]]:
+    """Returns {field: (required, min_items)} from the taxonomy's `label_fields` (defaults: agent
+    required, at least one evidence event)."""
+    rules = {"agent": (True, 0), "evidence": (True, 1), "principals": (False, 0)}
+    for f in tax.definition.get("label_fields") or []:
+        name = f.get("name")
+        if name in rules:
+            rules[name] = (bool(f.get("required")), int(f.get("min_items") or 0))
+    return rules
+
+
+def _as_mapping(label: Any, field: str) -> Mapping[str, Any]:
+    if hasattr(label, "model_dump"):
+        label = label.model_dump()
+    if not isinstance(label, Mapping):
+        raise AnnotationError(field, f"a label must be an object, got {type(label).__name__}")
+    return label
+
+
+def _text_list(value: Any, field: str) -> list[str]:
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise AnnotationError(field, f"must be a list of ids, got {value!r}")
+    for j, v in enumerate(value):
+        if not isinstance(v, str) or not v.strip():
+            raise AnnotationError(f"{field}[{j}]", f"must be a non-empty id, got {v!r}")
+    return list(dict.fromkeys(value))
+
+
+def _seq_list(value: Any, field: str) -> list[int]:
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise AnnotationError(field, f"must be a list of event seqs, got {value!r}")
+    out = []
+    for j, v in enumerate(value):
+        if isinstance(v, float) and v.is_integer():
+            v = int(v)
+        if isinstance(v, bool) or not isinstance(v, int):
+            raise AnnotationError(f"{field}[{j}]", f"must be an event seq (integer), got {v!r}")
+        out.append(v)
+    return list(dict.fromkeys(out))
+
+
+def validate_labels(ctx: RunContext, tax: Taxonomy, labels: Sequence[Any], *, complete: bool = True) -> list[dict]:
+    """Check `labels` against the run and taxonomy version; returns them normalized (mode codes
+    resolved from aliases, duplicate ids dropped) as dicts with the LABEL_KEYS.
+
+    With `complete=False` (drafts) the required fields and minimum evidence are not enforced, but
+    every value that is given must still be valid. Raises AnnotationError naming `labels[i].field`.
+    """
+    from app.taxonomies.service import canonical_mode
+
+    if labels is None:
+        labels = []
+    if not isinstance(labels, (list, tuple)):
+        raise AnnotationError("labels", f"must be a list of labels, got {type(labels).__name__}")
+    rules = _label_rules(tax)
+    out = []
+    for i, raw in enumerate(labels):
+        p = f"labels[{i}]"
+        lab = _as_mapping(raw, p)
+        unknown = sorted(set(lab) - set(LABEL_KEYS))
+        if unknown:
+            raise AnnotationError(f"{p}.{unknown[0]}", f"unknown field (label fields: {', '.join(LABEL_KEYS)})")
+        mode = lab.get("mode")
+        if not isinstance(mode, str) or not mode.strip():
+            raise AnnotationError(f"{p}.mode", f"a failure mode code is required, got {mode!r}")
+        code = canonical_mode(tax, mode)
+        if code is None:
+            raise AnnotationError(f"{p}.mode", f"{mode!r} is not a mode of taxonomy {tax_ref(tax)}")
+        agent = lab.get("agent")
+        if agent is None or (isinstance(agent, str) and not agent.strip()):
+            if complete and rules["agent"][0]:
+                raise AnnotationError(f"{p}.agent", "the responsible agent is required")
+            agent = ""
+        elif not isinstance(agent, str):
+            raise AnnotationError(f"{p}.agent", f"must be an agent id, got {agent!r}")
+        elif agent not in ctx.agents:
+            raise AnnotationError(f"{p}.agent", f"{agent!r} is not an agent of run {ctx.run_id}")
+        principals = _text_list(lab.get("principals"), f"{p}.principals")
+        for j, pr in enumerate(principals):
+            if pr not in ctx.principals:
+                raise AnnotationError(f"{p}.principals[{j}]", f"{pr!r} is not a principal of run {ctx.run_id}")
+        evidence = _seq_list(lab.get("evidence"), f"{p}.evidence")
+        for j, seq in enumerate(evidence):
+            if seq not in ctx.seqs:
+                raise AnnotationError(f"{p}.evidence[{j}]", f"{seq} is not an event seq of run {ctx.run_id}")
+        if complete:
+            for name, values in (("evidence", evidence), ("principals", principals)):
+                required, min_items = rules[name]
+                need = max(min_items, 1 if required else 0)
+                if len(values) < need:
+                    raise AnnotationError(f"{p}.{name}", f"at least {need} required" + (
+                        " (the seq of an event that shows the failure)" if name == "evidence" else ""))
+        confidence = lab.get("confidence")
+        if confidence is not None:
+            if isinstance(confidence, bool) or not isinstance(confidence, (int, float)) \
+                    or not math.isfinite(confidence) or not 0 <= confidence <= 1:
+                raise AnnotationError(f"{p}.confidence", f"must be a number from 0 to 1, got {confidence!r}")
+            confidence = float(confidence)
+        note = lab.get("note")
+        if note is not None and not isinstance(note, str):
+            raise AnnotationError(f"{p}.note", f"must be text, got {note!r}")
+        time_ms = _time_ms(lab.get("time_ms"), f"{p}.time_ms")
+        out.append({"mode": code, "agent": agent, "principals": principals, "evidence": evidence,
+                    "note": note or None, "confidence": confidence, "time_ms": time_ms})
+    return out
+
+
+def _time_ms(value: Any, field: str) -> int:
+    if value is None:
+        return 0
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise AnnotationError(field, f"must be a whole number of milliseconds >= 0, got {value!r}")
+    return value
+
+
+def is_adjudicated(session: Session, run: Run, tax: Taxonomy) -> bool:
+    """True when the run's gold labels under this taxonomy version are final."""
+    gold = session.exec(select(GoldRun).where(GoldRun.run_pk == run.id, GoldRun.taxonomy_pk == tax.id)).first()
+    return gold is not None and gold.status == "adjudicated"
+
+
+def find_annotation(session: Session, user: User, run: Run, tax: Taxonomy) -> Annotation | None:
+    """Returns `user`'s annotation of `run` under this taxonomy version, or None."""
+    return session.exec(select(Annotation).where(Annotation.run_pk == run.id, Annotation.user_id == user.id,
+                                                 Annotation.taxonomy_pk == tax.id)).first()
+
+
+def save_annotation(session: Session, user: User, run: Run, taxonomy: Taxonomy, labels: Sequence[Any],
+                    no_failure: bool = False, status: str = "draft", time_ms: int = 0,
+                    note: str | None = None, *, origin: str = "human", check_lock: bool = True) -> Annotation:
+    """Create or replace `user`'s annotation of `run` under `taxonomy` (one version) and return it.
+
+    Labels are validated (see `validate_labels`; drafts may be incomplete). `status="submitted"`
+    needs labels or `no_failure=True` and sets `submitted_at`; `status="draft"` on a submitted
+    annotation withdraws the submission. `time_ms` (time spent since the client's last save) is
+    added to the stored total; each label's `time_ms` is stored as sent. Raises AnnotationError on
+    bad input and LockedError once the run is adjudicated under this taxonomy version.
+    """
+    if status not in STATUSES:
+        raise AnnotationError("status", f"must be 'draft' or 'submitted', got {status!r}")
+    if not isinstance(no_failure, bool):
+        raise AnnotationError("no_failure", f"must be true or false, got {no_failure!r}")
+    if note is not None and not isinstance(note, str):
+        raise AnnotationError("note", f"must be text, got {note!r}")
+    time_ms = _time_ms(time_ms, "time_ms")
+    ctx = RunContext(session, run)
+    clean = validate_labels(ctx, taxonomy, labels, complete=status == "submitted")
+    if no_failure and clean:
+        raise AnnotationError("no_failure", f"'no failure found' cannot be marked together with {len(clean)} label(s)")
+    if status == "submitted" and not clean and not no_failure:
+        raise AnnotationError("labels", "a submitted annotation needs at least one label or no_failure=true")
+    if check_lock and is_adjudicated(session, run, taxonomy):
+        raise LockedError(f"run {run.run_id} is adjudicated under {tax_ref(taxonomy)}: its annotations can no longer change")
+    now = utcnow()
+    ann = find_annotation(session, user, run, taxonomy)
+    if ann is None:
+        ann = Annotation(run_pk=run.id, user_id=user.id, taxonomy_pk=taxonomy.id, started_at=now)
+    else:
+        session.execute(delete(Label).where(Label.annotation_id == ann.id))
+    ann.status = status
+    ann.no_failure = no_failure
+    ann.origin = origin
+    ann.note = note or None
+    ann.time_ms = (ann.time_ms or 0) + time_ms
+    ann.updated_at = now
+    ann.submitted_at = now if status == "submitted" else None
+    session.add(ann)
     session.flush()
+    for lab in clean:
+        session.add(Label(annotation_id=ann.id, **lab))
+    session.flush()
+    return ann
+
+
+# --------------------------------------------------------------------------- reading annotations
+
+def annotations_to_api(session: Session, anns: Sequence[Annotation]) -> list[dict[str, Any]]:
+    """Returns the API shape of each annotation (same order), with labels, run id, annotator name
+    and taxonomy `{id, key, version}`; looks everything up in a few queries."""
+    if not anns:
+        return []
+    ids = [a.id for a in anns]
+    runs = dict(session.exec(select(Run.id, Run.run_id).where(Run.id.in_({a.run_pk for a in anns}))).all())
+    users = {u.id: u for u in session.exec(select(User).where(User.id.in_({a.user_id for a in anns}))).all()}
+    taxes = {t.id: t for t in session.exec(select(Taxonomy).where(Taxonomy.id.in_({a.taxonomy_pk for a in anns}))).all()}
+    labels: dict[int, list[Label]] = {}
+    for lab in session.exec(select(Label).where(Label.annotation_id.in_(ids)).order_by(Label.id)).all():
+        labels.setdefault(lab.annotation_id, []).append(lab)
+    out = []
+    for a in anns:
+        u, t = users[a.user_id], taxes[a.taxonomy_pk]
+        out.append({
+            "id": a.id, "run_id": runs[a.run_pk], "annotator": u.username, "annotator_kind": u.kind,
+            "taxonomy": {"id": t.id, "key": t.key, "version": t.version},
+            "status": a.status, "no_failure": a.no_failure, "origin": a.origin, "time_ms": a.time_ms,
+            "note": a.note,
+            "labels": [{"mode": lab.mode, "agent": lab.agent or None, "principals": list(lab.principals or []),
+                        "evidence": list(lab.evidence or []), "note": lab.note, "confidence": lab.confidence,
+                        "time_ms": lab.time_ms} for lab in labels.get(a.id, [])],
+            "started_at": _iso(a.started_at), "updated_at": _iso(a.updated_at), "submitted_at": _iso(a.submitted_at),
+        })
+    return out
+
+
+def _iso(value) -> str | None:
+    """ISO 8601 in UTC with its offset (stored datetimes are UTC, with or without tzinfo)."""
+    if value is None:
+        return None
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=UTC)
+    return value.astimezone(UTC).isoformat()
+
+
+def list_annotations(session: Session, viewer: User, *, run_id: str | None = None, annotator: str | None = None,
+                     taxonomy: str | None = None, status: str | None = None, page: int = 1,
+                     page_size: int = 100) -> tuple[int, list[Annotation]]:
+    """Returns (total, one page of annotations) that `viewer` may see under blind mode, filtered.
+
+    `taxonomy` is `key@version` or a numeric id for one version, or a bare key for all its
+    versions. Ordered by run_id, taxonomy version, annotator name.
+    """
+    from sqlalchemy import func
+
+    from app.annotations.blind import visible_annotation_filter
+
+    q = (select(Annotation).join(Run, Run.id == Annotation.run_pk).join(User, User.id == Annotation.user_id)
+         .join(Taxonomy, Taxonomy.id == Annotation.taxonomy_pk)
+         .where(visible_annotation_filter(session, viewer)))
+    if run_id:
+        q = q.where(Run.run_id == run_id)
+    if annotator:
+        q = q.where(User.username == annotator)
+    if status:
+        if status not in STATUSES:
+            raise AnnotationError("status", f"must be 'draft' or 'submitted', got {status!r}")
+        q = q.where(Annotation.status == status)
+    if taxonomy:
+        if "@" in taxonomy or taxonomy.isdigit():
+            q = q.where(Annotation.taxonomy_pk == resolve_taxonomy(session, taxonomy).id)
+        else:
+            q = q.where(Taxonomy.key == taxonomy)
+    total = session.exec(select(func.count()).select_from(q.subquery())).one()
+    rows = session.exec(q.order_by(Run.run_id, Taxonomy.key, Taxonomy.version, User.username)
+                        .offset((page - 1) * page_size).limit(page_size)).all()
+    return total, list(rows)

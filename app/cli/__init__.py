@@ -9,7 +9,7 @@ import click
 COMMANDS = [
     ("app.cli.db", "db"),
     ("app.cli.imports", "import_cmd"),
-    ("app.cli.imports", "import_labels"),
+    ("app.cli.labels", "import_labels"),
     ("app.cli.users", "users"),
     ("app.cli.users", "tokens"),
     ("app.cli.demo", "demo"),

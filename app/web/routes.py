@@ -16,6 +16,7 @@ ROUTER_MODULES = [
     "app.auth.views",
     "app.web.pages",
     "app.annotations.pages",
+    "app.taxonomies.pages",
     "app.agreement.pages",
     "app.reports.pages",
     "app.admin.pages",

@@ -1,0 +1,1 @@
+"""Admin pages: users and roles, assignments, progress, blind-mode toggle."""

@@ -1,0 +1,161 @@
+"""Admin pages: `/admin` (users, reveal labels), `/admin/assignments`, `/admin/progress`.
+
+Only admins change things; reviewers may look at progress. Every form post carries the session's
+CSRF token (`verify_form_csrf`); successful changes redirect back (303) with a one-time message.
+"""
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Form, Request
+from fastapi.responses import RedirectResponse
+
+from app.admin import service as admin_service
+from app.annotations.assignments import create_assignments
+from app.annotations.blind import labels_revealed, set_revealed
+from app.annotations.progress import RUN_STATES, progress
+from app.annotations.service import AnnotationError, resolve_taxonomy
+from app.api.deps import SessionDep
+from app.auth.models import ROLES
+from app.auth.service import AuthError, create_user, set_password
+from app.runs.service import RunFilter
+from app.taxonomies.service import all_versions
+from app.web.csrf import verify_form_csrf
+from app.web.deps import AdminPage, ReviewerPage
+from app.web.templating import render
+
+router = APIRouter(include_in_schema=False)
+CSRF = [Depends(verify_form_csrf)]
+
+
+def _flash(request: Request, kind: str, text: str) -> None:
+    request.session["flash"] = {"kind": kind, "text": text}
+
+
+def _back(request: Request, kind: str, text: str, url: str = "/admin") -> RedirectResponse:
+    _flash(request, kind, text)
+    return RedirectResponse(url, status_code=303)
+
+
+# --------------------------------------------------------------------------- users
+
+@router.get("/admin")
+def admin_home(request: Request, session: SessionDep, user: AdminPage):
+    humans, judges = admin_service.list_users(session)
+    return render(request, "admin/index.html", humans=humans, judges=judges, roles=ROLES,
+                  revealed=labels_revealed(session), flash=request.session.pop("flash", None))
+
+
+@router.post("/admin/users", dependencies=CSRF)
+def admin_create_user(request: Request, session: SessionDep, user: AdminPage,
+                      username: Annotated[str, Form()], role: Annotated[str, Form()],
+                      password: Annotated[str, Form()]):
+    try:
+        new = create_user(session, username, role)
+        set_password(session, new, password)
+    except AuthError as exc:
+        session.rollback()
+        return _back(request, "error", f"Could not create user: {exc}")
+    return _back(request, "ok", f"Created {role} {new.username}.")
+
+
+@router.post("/admin/users/{user_id}/password", dependencies=CSRF)
+def admin_reset_password(request: Request, session: SessionDep, user: AdminPage, user_id: int,
+                         password: Annotated[str, Form()]):
+    try:
+        target = admin_service.get_human(session, user_id)
+        set_password(session, target, password)
+    except AuthError as exc:
+        return _back(request, "error", f"Could not reset the password: {exc}")
+    return _back(request, "ok", f"Password of {target.username} changed.")
+
+
+@router.post("/admin/users/{user_id}/active", dependencies=CSRF)
+def admin_set_active(request: Request, session: SessionDep, user: AdminPage, user_id: int,
+                     active: Annotated[bool, Form()]):
+    try:
+        target = admin_service.get_human(session, user_id)
+        admin_service.set_active(session, user, target, active)
+    except AuthError as exc:
+        return _back(request, "error", str(exc))
+    return _back(request, "ok", f"{target.username} {'reactivated' if active else 'deactivated'}.")
+
+
+@router.post("/admin/users/{user_id}/role", dependencies=CSRF)
+def admin_set_role(request: Request, session: SessionDep, user: AdminPage, user_id: int,
+                   role: Annotated[str, Form()]):
+    try:
+        target = admin_service.get_human(session, user_id)
+        admin_service.set_role(session, user, target, role)
+    except AuthError as exc:
+        return _back(request, "error", str(exc))
+    return _back(request, "ok", f"{target.username} is now {role}.")
+
+
+@router.post("/admin/reveal", dependencies=CSRF)
+def admin_reveal(request: Request, session: SessionDep, user: AdminPage, revealed: Annotated[bool, Form()]):
+    set_revealed(session, revealed)
+    return _back(request, "ok", "Labels are now visible to all annotators." if revealed
+                 else "Blind mode is on: annotators see only their own labels.")
+
+
+# --------------------------------------------------------------------------- assignments
+
+def _assignment_page(request: Request, session, status_code: int = 200, **ctx):
+    humans, _ = admin_service.list_users(session)
+    ctx.setdefault("form", {})
+    return render(request, "admin/assignments.html", status_code=status_code,
+                  annotators=[u for u in humans if u.is_active], choices=admin_service.filter_choices(session),
+                  taxonomies=all_versions(session), **ctx)
+
+
+@router.get("/admin/assignments")
+def assignments_page(request: Request, session: SessionDep, user: AdminPage):
+    return _assignment_page(request, session)
+
+
+@router.post("/admin/assignments", dependencies=CSRF)
+def assignments_create(
+    request: Request, session: SessionDep, user: AdminPage,
+    annotators: Annotated[list[str], Form()] = [],  # noqa: B006 - FastAPI form default
+    k: Annotated[int, Form()] = 2, seed: Annotated[int, Form()] = 0,
+    sample_size: Annotated[str, Form()] = "", taxonomy: Annotated[str, Form()] = "",
+    batch: Annotated[str, Form()] = "",
+    family: Annotated[str, Form()] = "", scenario: Annotated[str, Form()] = "",
+    model: Annotated[str, Form()] = "", status: Annotated[str, Form()] = "",
+    alignment: Annotated[str, Form()] = "",
+):
+    form = {"annotators": annotators, "k": k, "seed": seed, "sample_size": sample_size, "taxonomy": taxonomy,
+            "batch": batch, "family": family, "scenario": scenario, "model": model, "status": status,
+            "alignment": alignment}
+    try:
+        size = int(sample_size) if sample_size.strip() else None
+    except ValueError:
+        return _assignment_page(request, session, 422, form=form,
+                                error=f"sample size: {sample_size!r} is not a whole number")
+    try:
+        tax = resolve_taxonomy(session, taxonomy or None)
+        result = create_assignments(
+            session, RunFilter(family=family or None, scenario=scenario or None, model=model or None,
+                               status=status or None, alignment=alignment or None),
+            size, seed, annotators, k, tax, batch=batch.strip() or None)
+    except AnnotationError as exc:
+        session.rollback()
+        return _assignment_page(request, session, 422, form=form, error=str(exc))
+    return _assignment_page(request, session, form=form, result=result)
+
+
+# --------------------------------------------------------------------------- progress
+
+@router.get("/admin/progress")
+def progress_page(request: Request, session: SessionDep, user: ReviewerPage, taxonomy: str | None = None,
+                  state: str | None = None, page: int = 1):
+    try:
+        tax = resolve_taxonomy(session, taxonomy or None)
+    except AnnotationError as exc:
+        return render(request, "admin/progress.html", status_code=404, error=str(exc), data=None,
+                      taxonomies=all_versions(session), states=RUN_STATES, state=None)
+    state = state if state in RUN_STATES else None
+    data = progress(session, tax, max(page, 1), 100, state)
+    return render(request, "admin/progress.html", data=data, tax=tax, taxonomies=all_versions(session),
+                  states=RUN_STATES, state=state, error=None)

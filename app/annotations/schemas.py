@@ -1,0 +1,125 @@
+"""Request and response bodies of the annotation, queue, assignment and progress endpoints."""
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class LabelIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    mode: str = Field(description="Failure mode code of the taxonomy version (aliases and names are resolved).")
+    agent: str | None = Field(None, description="Responsible agent: an agent id of the run. Required on submit.")
+    principals: list[str] = Field(default_factory=list, description="Affected principals: principal ids of the run.")
+    evidence: list[int] = Field(default_factory=list,
+                                description="Event seqs of the run that show the failure; at least one on submit.")
+    note: str | None = None
+    confidence: float | None = Field(None, ge=0, le=1, description="The annotator's confidence, 0 to 1.")
+    time_ms: int = Field(0, ge=0, description="Time spent on this label in ms; stored as sent.")
+
+
+class AnnotationIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    run_id: str
+    taxonomy: str | None = Field(None, description="`a2-failures`, `a2-failures@1`, a numeric id, or null "
+                                                      "for the latest a2-failures version.")
+    labels: list[LabelIn] = Field(default_factory=list)
+    no_failure: bool = Field(False, description="Explicit 'no failure found' mark; not allowed with labels.")
+    status: Literal["draft", "submitted"] = "draft"
+    time_ms: int = Field(0, ge=0, description="Time on task since the client's last save, in ms; added to the "
+                                              "stored total.")
+    note: str | None = None
+
+
+class TaxonomyRef(BaseModel):
+    id: int
+    key: str
+    version: int
+
+
+class LabelOut(BaseModel):
+    mode: str
+    agent: str | None = Field(description="Responsible agent; null while a draft label has none.")
+    principals: list[str]
+    evidence: list[int]
+    note: str | None
+    confidence: float | None
+    time_ms: int
+
+
+class AnnotationOut(BaseModel):
+    id: int
+    run_id: str
+    annotator: str
+    annotator_kind: str = Field(description="`human`, or `judge` for `judge:*` annotators.")
+    taxonomy: TaxonomyRef
+    status: str
+    no_failure: bool
+    origin: str = Field(description="`human` (made in the app), `import` (import-labels) or `audit` (run audits).")
+    time_ms: int = Field(description="Accumulated time on task, ms.")
+    note: str | None
+    labels: list[LabelOut]
+    started_at: str | None
+    updated_at: str | None
+    submitted_at: str | None
+
+
+class AnnotationPage(BaseModel):
+    total: int
+    page: int
+    page_size: int
+    items: list[AnnotationOut]
+
+
+class QueueItem(BaseModel):
+    run_id: str
+    position: int
+    taxonomy: TaxonomyRef
+    status: Literal["new", "draft", "submitted"]
+    batch: str | None
+
+
+class Queue(BaseModel):
+    assigned: int
+    drafts: int
+    submitted: int
+    remaining: int = Field(description="Assigned runs not yet submitted.")
+    items: list[QueueItem]
+
+
+class RunFilterIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    family: str | None = None
+    scenario: str | None = None
+    model: str | None = None
+    harness: str | None = None
+    status: str | None = None
+    alignment: str | None = None
+
+
+class AssignmentsIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    filters: RunFilterIn = Field(default_factory=RunFilterIn, description="Which runs to sample from.")
+    sample_size: int | None = Field(None, ge=1, description="How many runs to sample; null for all matching.")
+    seed: int = Field(0, description="RNG seed: the same inputs give the same assignment.")
+    annotators: list[str] = Field(description="User names of the human annotators.")
+    k: int = Field(ge=1, description="Distinct annotators per run (at most the number of annotators).")
+    taxonomy: str | None = Field(None, description="Taxonomy version to label under (default latest a2-failures).")
+    batch: str | None = Field(None, max_length=200, description="A name for this batch of assignments.")
+
+
+class AssignmentsOut(BaseModel):
+    taxonomy: str
+    batch: str | None
+    runs_matching: int
+    runs_selected: int
+    created: int
+    skipped_existing: int = Field(description="(run, annotator) pairs already assigned, left as they were.")
+    per_annotator: dict[str, int]
+
+
+class LabelImportOut(BaseModel):
+    imported: int = Field(description="Annotations stored (one per annotator, run and taxonomy version).")
+    replaced: int = 0
+    rejected: int = Field(description="Annotations (or unreadable rows) rejected.")
+    errors: list[dict[str, str]] = Field(description="`{location: 'FILE:LINE', message: 'FIELD: ...'}` each.")

@@ -1,0 +1,241 @@
+"""REST routes: annotations (create/list/mine/import), the caller's queue, assignments, progress.
+
+Thin: each route parses input, calls a service in app.annotations, and maps its errors to
+HTTP (AnnotationError -> 422, NotFoundError -> 404, LockedError -> 409).
+"""
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, HTTPException, Query, Request, UploadFile
+from fastapi.concurrency import run_in_threadpool
+from sqlmodel import Session
+
+from app.annotations import service
+from app.annotations.assignments import create_assignments, next_in_queue, user_queue
+from app.annotations.http import JsonErrorRoute, api_csrf
+from app.annotations.schemas import (
+    AnnotationIn,
+    AnnotationOut,
+    AnnotationPage,
+    AssignmentsIn,
+    AssignmentsOut,
+    LabelImportOut,
+    Queue,
+)
+from app.api.deps import AdminUser, ApiUser, ReviewerUser, SessionDep
+from app.core.config import get_settings
+from app.runs.service import RunFilter
+
+router = APIRouter(prefix="/api/v1", tags=["annotations"], route_class=JsonErrorRoute,
+                   dependencies=[Depends(api_csrf)])
+
+TaxonomyQuery = Annotated[str | None, Query(description="`key@version` or numeric id for one version; "
+                                                       "a bare key for all its versions")]
+
+
+def http_error(exc: Exception) -> HTTPException:
+    """Returns the HTTPException for a service error (422 bad input, 404 unknown, 409 locked)."""
+    if isinstance(exc, service.NotFoundError):
+        return HTTPException(404, str(exc))
+    if isinstance(exc, service.LockedError):
+        return HTTPException(409, str(exc))
+    return HTTPException(422, str(exc))
+
+
+SERVICE_ERRORS = (service.AnnotationError, service.NotFoundError, service.LockedError)
+
+
+@router.post(
+    "/annotations", summary="Create or update the caller's annotation of a run", response_model=AnnotationOut,
+    description=(
+        "Saves the caller's annotation of `run_id` under one taxonomy version, replacing its labels. "
+        "Each label is checked: the mode exists in that version (aliases resolved), `agent` is an agent "
+        "of the run, `principals` are principals of the run, every `evidence` seq is an event of the "
+        "run, `confidence` is in [0, 1]. A draft may leave `agent`/`evidence` empty; `status: submitted` "
+        "needs them, and needs labels or `no_failure: true` (never both). Sending `draft` for a "
+        "submitted annotation withdraws the submission. `time_ms` is added to the stored total. "
+        "422 names the bad field (`labels[1].agent: 'x' is not an agent of run r1`), 404 for an unknown "
+        "run, 409 once the run is adjudicated under that taxonomy version."),
+    responses={404: {"description": "unknown run"}, 409: {"description": "run adjudicated"},
+               422: {"description": "bad input; `detail` names the field"}},
+)
+def save(body: AnnotationIn, session: SessionDep, user: ApiUser) -> dict[str, Any]:
+    try:
+        tax = service.resolve_taxonomy(session, body.taxonomy)
+        run = service.get_run_or_error(session, body.run_id)
+        ann = service.save_annotation(session, user, run, tax, body.labels, no_failure=body.no_failure,
+                                      status=body.status, time_ms=body.time_ms, note=body.note)
+    except SERVICE_ERRORS as exc:
+        raise http_error(exc) from None
+    return service.annotations_to_api(session, [ann])[0]
+
+
+@router.get(
+    "/annotations", summary="List annotations (blind mode respected)", response_model=AnnotationPage,
+    description=(
+        "Annotations of humans and `judge:*` annotators, ordered by run. Blind mode: an annotator sees "
+        "only their own until an admin reveals labels (asking for another annotator is then 403); "
+        "reviewers and admins see all."),
+)
+def list_annotations(
+    session: SessionDep, user: ApiUser, run_id: str | None = None,
+    annotator: Annotated[str | None, Query(description="user name, e.g. `alice` or `judge:judge-l2`")] = None,
+    taxonomy: TaxonomyQuery = None,
+    status: Annotated[str | None, Query(pattern="^(draft|submitted)$")] = None,
+    page: Annotated[int, Query(ge=1)] = 1,
+    page_size: Annotated[int, Query(ge=1, description="at most MAX_PAGE_SIZE (default 500)")] = 100,
+) -> dict[str, Any]:
+    from app.annotations.blind import labels_visible_to
+
+    if annotator and annotator != user.username and not labels_visible_to(session, user):
+        raise HTTPException(403, "blind mode: annotators see only their own annotations")
+    page_size = min(page_size, get_settings().max_page_size)
+    try:
+        total, rows = service.list_annotations(session, user, run_id=run_id, annotator=annotator,
+                                               taxonomy=taxonomy, status=status, page=page, page_size=page_size)
+    except SERVICE_ERRORS as exc:
+        raise http_error(exc) from None
+    return {"total": total, "page": page, "page_size": page_size,
+            "items": service.annotations_to_api(session, rows)}
+
+
+@router.get(
+    "/annotations/mine", summary="The caller's own annotation of a run", response_model=AnnotationOut,
+    description="The caller's annotation (draft or submitted) of `run_id` under `taxonomy` (default latest "
+                "a2-failures); 404 when the run is unknown or the caller has none.",
+    responses={404: {"description": "no such run, or no annotation yet"}},
+)
+def mine(session: SessionDep, user: ApiUser, run_id: str,
+         taxonomy: Annotated[str | None, Query(description="`key`, `key@version` or id; default a2-failures")] = None
+         ) -> dict[str, Any]:
+    try:
+        tax = service.resolve_taxonomy(session, taxonomy)
+        run = service.get_run_or_error(session, run_id)
+    except SERVICE_ERRORS as exc:
+        raise http_error(exc) from None
+    ann = service.find_annotation(session, user, run, tax)
+    if ann is None:
+        raise HTTPException(404, f"no annotation of run {run_id} by {user.username} under {service.tax_ref(tax)}")
+    return service.annotations_to_api(session, [ann])[0]
+
+
+def _import_labels(engine, data: bytes, filename: str, content_type: str) -> dict[str, Any]:
+    from app.annotations.labels_import import import_labels
+
+    with Session(engine) as session:
+        summary = import_labels(session, data, filename, content_type)
+        session.commit()
+    return summary.to_dict()
+
+
+@router.post(
+    "/annotations/import", summary="Bulk import labels (CSV or JSON Lines)", response_model=LabelImportOut,
+    description=(
+        "Reviewer or admin. Body: CSV (`text/csv`), JSON Lines (`application/x-ndjson`), or a multipart "
+        "upload with field `file`. Columns: annotator, run_id, mode, agent, evidence (`3;5` or `[3,5]`), "
+        "taxonomy (key or key@version; default a2-failures latest), optional note, confidence, principals. "
+        "Rows group into one submitted annotation per (annotator, run, taxonomy version), origin `import`; "
+        "an empty or `none` mode marks 'no failure found'; names that are not human users become "
+        "`judge:*` annotators. Each group is stored whole or rejected with errors naming file, line and "
+        "field; re-importing replaces the annotator's imported annotation (idempotent)."),
+)
+async def import_labels(request: Request, user: ReviewerUser) -> dict[str, Any]:
+    settings = get_settings()
+    ctype = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if ctype == "multipart/form-data":
+        form = await request.form()
+        upload = form.get("file")
+        if not isinstance(upload, UploadFile) and not hasattr(upload, "read"):
+            raise HTTPException(422, "file: multipart upload needs a field named 'file'")
+        data = await upload.read()
+        filename = upload.filename or "upload"
+        ctype = upload.content_type or ""
+    else:
+        data = await request.body()
+        filename = "request-body.csv" if "csv" in ctype else (
+            "request-body.jsonl" if "json" in ctype else "request-body")
+    if len(data) > settings.max_upload_bytes:
+        raise HTTPException(413, f"upload larger than {settings.max_upload_bytes} bytes")
+    if not data.strip():
+        raise HTTPException(422, "body: empty; send CSV, JSON Lines or a file")
+    return await run_in_threadpool(_import_labels, request.app.state.engine, data, filename, ctype)
+
+
+@router.get(
+    "/queue", summary="The caller's annotation queue", response_model=Queue, tags=["queue"],
+    description="Runs assigned to the caller in queue order, each with its state (new, draft, submitted), and "
+                "the counts assigned / drafts / submitted / remaining (assigned, not yet submitted).",
+)
+def queue(session: SessionDep, user: ApiUser,
+          taxonomy: Annotated[str | None, Query(description="one version (`key@version`); default all")] = None
+          ) -> dict[str, Any]:
+    try:
+        tax = service.resolve_taxonomy(session, taxonomy) if taxonomy else None
+    except SERVICE_ERRORS as exc:
+        raise http_error(exc) from None
+    return user_queue(session, user, tax)
+
+
+@router.get(
+    "/queue/next", summary="The next run to annotate", tags=["queue"],
+    description="`{\"run_id\", \"taxonomy\": {id, key, version}, \"position\", \"status\"}` of the first "
+                "assigned run (by queue position) the caller has not submitted; 404 "
+                "`{\"detail\": \"queue empty\"}` when there is none.",
+    responses={404: {"description": "queue empty"}},
+)
+def queue_next(session: SessionDep, user: ApiUser,
+               taxonomy: Annotated[str | None, Query(description="one version; default all")] = None
+               ) -> dict[str, Any]:
+    try:
+        tax = service.resolve_taxonomy(session, taxonomy) if taxonomy else None
+    except SERVICE_ERRORS as exc:
+        raise http_error(exc) from None
+    item = next_in_queue(session, user, tax)
+    if item is None:
+        raise HTTPException(404, "queue empty")
+    return {"run_id": item["run_id"], "taxonomy": item["taxonomy"], "position": item["position"],
+            "status": item["status"]}
+
+
+@router.post(
+    "/assignments", summary="Assign a random sample of runs to annotators (admin)", response_model=AssignmentsOut,
+    tags=["assignments"],
+    description=(
+        "Admin only. Samples `sample_size` runs (all when null) matching `filters` with a seeded RNG and "
+        "assigns each to `k` distinct annotators, balanced (loads differ by at most one); every "
+        "annotator's new runs are appended to their queue in a random, reproducible order. Pairs already "
+        "assigned are skipped. The same inputs on the same runs give the same assignment. 422 when k "
+        "exceeds the number of annotators or a user is unknown."),
+)
+def assign(body: AssignmentsIn, session: SessionDep, user: AdminUser) -> dict[str, Any]:
+    try:
+        tax = service.resolve_taxonomy(session, body.taxonomy)
+        result = create_assignments(session, RunFilter(**body.filters.model_dump()), body.sample_size, body.seed,
+                                    body.annotators, body.k, tax, batch=body.batch)
+    except SERVICE_ERRORS as exc:
+        raise http_error(exc) from None
+    return result.to_dict()
+
+
+@router.get(
+    "/progress", summary="Annotation progress per annotator and per run (reviewer)", tags=["assignments"],
+    description=(
+        "Reviewer or admin. For one taxonomy version (default latest a2-failures): per annotator "
+        "(humans and `judge:*`) assigned, drafts, submitted, remaining; per run its state "
+        "(unassigned, in_progress, submitted = all assigned annotators submitted, adjudicated) with "
+        "n_assigned / n_submitted; `runs.counts` covers every run, `runs.items` lists (one page of) the "
+        "runs with any assignment, annotation or gold label."),
+)
+def get_progress(
+    session: SessionDep, user: ReviewerUser, taxonomy: str | None = None,
+    state: Annotated[str | None, Query(pattern="^(unassigned|in_progress|submitted|adjudicated)$")] = None,
+    page: Annotated[int, Query(ge=1)] = 1, page_size: Annotated[int, Query(ge=1)] = 100,
+) -> dict[str, Any]:
+    from app.annotations.progress import progress
+
+    try:
+        tax = service.resolve_taxonomy(session, taxonomy)
+    except SERVICE_ERRORS as exc:
+        raise http_error(exc) from None
+    return progress(session, tax, page, min(page_size, get_settings().max_page_size), state)
