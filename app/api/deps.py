@@ -10,6 +10,7 @@ from sqlmodel import Session
 
 from app.auth.models import User
 from app.auth.service import user_for_token
+from app.web.csrf import SAFE_METHODS, check_csrf
 
 bearer = HTTPBearer(auto_error=False, description="API token from `a2annotate tokens create NAME`")
 
@@ -32,7 +33,8 @@ def current_api_user(
     request: Request, session: SessionDep,
     creds: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)],
 ) -> User:
-    """The token's user; the web session cookie also works so pages can call the API."""
+    """The token's user; the web session cookie also works so pages can call the API, in which
+    case POST/PUT/PATCH/DELETE must carry the session's `X-CSRF-Token` header."""
     if creds is not None and creds.scheme.lower() == "bearer":
         user = user_for_token(session, creds.credentials)
         if user is not None:
@@ -43,6 +45,8 @@ def current_api_user(
     if uid is not None:
         user = session.get(User, uid)
         if user is not None and user.is_active:
+            if request.method not in SAFE_METHODS:  # cookie auth: unsafe requests need the CSRF header
+                check_csrf(request, request.headers.get("x-csrf-token"))
             return user
     raise HTTPException(status.HTTP_401_UNAUTHORIZED, "authentication required: send 'Authorization: Bearer <token>'",
                         headers={"WWW-Authenticate": "Bearer"})

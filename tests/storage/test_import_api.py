@@ -104,3 +104,19 @@ def test_annotators_do_not_see_seeded_truth_or_judges_while_blind(client):
     assert as_admin == rs[0]
     assert "demo_truth" not in as_annotator["metadata"] and as_annotator["audits"] == []
     assert as_annotator["events"] == rs[0]["events"]
+
+
+def test_cookie_authenticated_import_needs_csrf_header(client, engine):
+    page = client.get("/login")
+    import re
+
+    token = re.search(r'name="csrf_token" value="([^"]+)"', page.text).group(1)
+    r = client.post("/login", data={"username": "root", "password": "password123", "csrf_token": token, "next": "/"},
+                    follow_redirects=False)
+    assert r.status_code == 303
+    refused = client.post("/api/v1/imports", json=runs(1))
+    assert refused.status_code == 403 and "CSRF" in refused.json()["detail"]
+    home = client.get("/")
+    csrf = re.search(r'<meta name="csrf-token" content="([^"]+)"', home.text).group(1)
+    ok = client.post("/api/v1/imports", json=runs(1), headers={"X-CSRF-Token": csrf})
+    assert ok.status_code == 200 and ok.json()["imported"] == 1
