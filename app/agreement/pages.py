@@ -1,0 +1,250 @@
+"""Reviewer pages: `/agreement` (dashboard), `/agreement/judges` (humans vs machines),
+`/disagreements` (runs ranked by disagreement) and `/adjudicate/{run_id}` (gold labels).
+
+Reviewers and admins only.  Forms carry the session's CSRF token (`verify_form_csrf`); a change
+redirects back (303) with a one-time message naming the field on error.
+"""
+from __future__ import annotations
+
+import re
+from typing import Annotated, Any
+from urllib.parse import quote, urlencode
+
+from fastapi import APIRouter, Depends, HTTPException, Query, Request
+from fastapi.responses import RedirectResponse
+from sqlmodel import Session
+
+from app.agreement import adjudication, service
+from app.api.deps import SessionDep
+from app.reports.charts import heatmap
+from app.web.csrf import verify_form_csrf
+from app.web.deps import ReviewerPage
+from app.web.templating import render
+
+router = APIRouter(include_in_schema=False)
+CSRF = [Depends(verify_form_csrf)]
+
+#: Bootstrap resamples the pages use unless `n_boot` is given (the dashboard stays quick).
+PAGE_N_BOOT = 500
+COEFFICIENT_NAMES = {
+    "percent": "Percent",
+    "cohen_kappa": "Cohen κ",
+    "fleiss_kappa": "Fleiss κ",
+    "krippendorff_alpha": "Krippendorff α",
+    "gwet_ac1": "Gwet AC1",
+}
+
+
+def _filters(taxonomy: str | None, family: str | None, annotators: list[str] | None, include_judges: bool,
+             **extra: Any) -> dict[str, Any]:
+    names = service.parse_annotators(annotators or None)
+    return {"taxonomy": (taxonomy or "").strip() or None, "family": (family or "").strip() or None,
+            "annotators": names or [], "include_judges": bool(include_judges), **extra}
+
+
+def _query(f: dict[str, Any], **over: Any) -> str:
+    """The query string of the filters `f` (overridden by `over`), without empty values."""
+    d = {**f, **over}
+    pairs: list[tuple[str, Any]] = []
+    for k, v in d.items():
+        if v in (None, "", [], False):
+            continue
+        if isinstance(v, list):
+            pairs.append((k, ",".join(v)))
+        else:
+            pairs.append((k, "1" if v is True else v))
+    return urlencode(pairs)
+
+
+def _kappa_heatmap(annotators: list[str], matrix: list[list[float | None]], title: str, kinds: list[str] | None = None
+                   ) -> str | None:
+    if len(annotators) < 2:
+        return None
+    labels = [f"{a} (judge)" if kinds and kinds[i] == "judge" and not a.startswith("judge:") else a
+              for i, a in enumerate(annotators)]
+    return heatmap(labels, labels, matrix, title=title, vmin=-1.0, vmax=1.0, scale="diverging",
+                   row_title="annotator", col_title="annotator",
+                   description="Cohen's kappa between two annotators over the pooled run x mode cells both "
+                               "submitted; the diagonal is not measured.")
+
+
+# --------------------------------------------------------------------------------------------
+# dashboard
+
+
+@router.get("/agreement")
+def agreement_page(
+    request: Request, session: SessionDep, user: ReviewerPage,
+    taxonomy: str | None = None, family: str | None = None,
+    annotators: Annotated[list[str] | None, Query()] = None,
+    include_judges: bool = False, level: str = "run",
+    n_boot: Annotated[int | None, Query(ge=0, le=service.MAX_N_BOOT)] = None, seed: int = 0,
+):
+    """Per-mode, per-category and overall agreement with intervals, the kappa-paradox flag, the
+    pairwise kappa heatmap, blame agreement, evidence overlap and each annotator against gold."""
+    f = _filters(taxonomy, family, annotators, include_judges, level=level)
+    options = service.filter_options(session)
+    nb = PAGE_N_BOOT if n_boot is None else n_boot
+    ctx: dict[str, Any] = {"f": f, "options": options, "n_boot": nb, "seed": seed, "names": COEFFICIENT_NAMES,
+                           "report": None, "gold": None, "chart": None, "error": None}
+    try:
+        service.check_level(level)
+        data = service.load_agreement_data(session, taxonomy=f["taxonomy"], family=f["family"],
+                                           annotators=f["annotators"] or None, include_judges=f["include_judges"])
+        report = service.agreement_payload(data, level=level, n_boot=nb, seed=seed)
+        gold = service.gold_payload(data, n_boot=0)
+    except service.AgreementError as exc:
+        ctx["error"] = str(exc)
+        return render(request, "agreement/dashboard.html", status_code=422, **ctx)
+    pw = report["pairwise_cohen"]
+    kinds = [report["annotator_kinds"].get(a, "human") for a in pw["annotators"]]
+    ctx.update(report=report, gold=gold, chart=_kappa_heatmap(pw["annotators"], pw["matrix"],
+                                                              "Pairwise Cohen's kappa", kinds),
+               judges_url="/agreement/judges?" + _query({"taxonomy": f["taxonomy"], "family": f["family"]}),
+               disagreements_url="/disagreements?" + _query(f, level=None))
+    return render(request, "agreement/dashboard.html", **ctx)
+
+
+@router.get("/agreement/judges")
+def judges_page(request: Request, session: SessionDep, user: ReviewerPage,
+                taxonomy: str | None = None, family: str | None = None):
+    """Humans vs machines: pairwise kappa with judges, each judge against the humans, against
+    the human majority and against gold, with per-mode precision and recall."""
+    f = _filters(taxonomy, family, None, True)
+    ctx: dict[str, Any] = {"f": f, "options": service.filter_options(session), "report": None, "chart": None,
+                           "error": None}
+    try:
+        data = service.load_agreement_data(session, taxonomy=f["taxonomy"], family=f["family"], include_judges=True)
+        report = service.judges_payload(data, n_boot=0)
+    except service.AgreementError as exc:
+        ctx["error"] = str(exc)
+        return render(request, "agreement/judges.html", status_code=422, **ctx)
+    pw = report["pairwise_cohen"]
+    ctx.update(report=report, chart=_kappa_heatmap(pw["annotators"], pw["matrix"],
+                                                   "Pairwise Cohen's kappa, humans and judges", pw["kinds"]),
+               modes=data.modes)
+    return render(request, "agreement/judges.html", **ctx)
+
+
+# --------------------------------------------------------------------------------------------
+# disagreements
+
+
+@router.get("/disagreements")
+def disagreements_page(
+    request: Request, session: SessionDep, user: ReviewerPage,
+    taxonomy: str | None = None, family: str | None = None,
+    annotators: Annotated[list[str] | None, Query()] = None, include_judges: bool = False,
+    page: Annotated[int, Query(ge=1)] = 1, page_size: Annotated[int, Query(ge=1, le=500)] = 50,
+):
+    """Runs ranked by disagreement, each annotator's labels side by side, links into the trace."""
+    f = _filters(taxonomy, family, annotators, include_judges)
+    ctx: dict[str, Any] = {"f": f, "options": service.filter_options(session), "data": None, "error": None}
+    try:
+        data = service.load_agreement_data(session, taxonomy=f["taxonomy"], family=f["family"],
+                                           annotators=f["annotators"] or None, include_judges=f["include_judges"])
+        payload = service.disagreements_payload(data, page=page, page_size=page_size)
+    except service.AgreementError as exc:
+        ctx["error"] = str(exc)
+        return render(request, "agreement/disagreements.html", status_code=422, **ctx)
+    for r in payload["runs"]:
+        modes = [m for m in data.modes if any(m == lab["mode"] for labs in r["labels"].values() for lab in labs)]
+        r["rows"] = []
+        for m in modes:
+            cells = {a: [lab for lab in r["labels"][a] if lab["mode"] == m] for a in r["annotator_modes"]}
+            blamed = {frozenset(lab["agent"] for lab in labs) for labs in cells.values() if labs}
+            r["rows"].append({"mode": m, "disputed": m in r["disputed_modes"], "cells": cells,
+                              "blame_differs": len(blamed) > 1})
+        r["run_url"] = "/runs/" + quote(r["run_id"], safe="")
+        r["adjudicate_url"] = "/adjudicate/" + quote(r["run_id"], safe="") + (
+            "?" + urlencode({"taxonomy": payload["taxonomy"]}))
+    n_pages = max(1, -(-payload["total"] // page_size))
+    base = _query(f)
+    ctx.update(data=payload, n_pages=n_pages,
+               prev_url=f"/disagreements?{base}&page={page - 1}&page_size={page_size}" if page > 1 else None,
+               next_url=f"/disagreements?{base}&page={page + 1}&page_size={page_size}" if page < n_pages else None)
+    return render(request, "agreement/disagreements.html", **ctx)
+
+
+# --------------------------------------------------------------------------------------------
+# adjudication
+
+
+def _run_tax(session: Session, run_id: str, taxonomy: str | None):
+    from app.annotations.service import AnnotationError, NotFoundError, get_run_or_error, resolve_taxonomy
+
+    try:
+        return get_run_or_error(session, run_id), resolve_taxonomy(session, taxonomy or None)
+    except (NotFoundError, AnnotationError) as exc:
+        raise HTTPException(404, str(exc)) from None
+
+
+def _adjudicate_url(run_id: str, tax_ref: str) -> str:
+    return "/adjudicate/" + quote(run_id, safe="") + "?" + urlencode({"taxonomy": tax_ref})
+
+
+@router.get("/adjudicate/{run_id:path}")
+def adjudicate_page(request: Request, run_id: str, session: SessionDep, user: ReviewerPage,
+                    taxonomy: str | None = None):
+    """All labels on a run by annotator, the candidates with their support, and the gold labels
+    with accept / undo / edit / merge / add / finish forms."""
+    from app.web.pages import taxonomy_view
+
+    run, tax = _run_tax(session, run_id, taxonomy)
+    adjudication.open_adjudication(session, run, tax, user)
+    view = adjudication.adjudication_view(session, run, tax)
+    tview = taxonomy_view(tax)
+    mode_names = {m["code"]: m["name"] for m in tview["modes"]}
+    return render(request, "agreement/adjudicate.html", v=view, tax=tview, mode_names=mode_names,
+                  run_url="/runs/" + quote(run.run_id, safe=""), post_url=_adjudicate_url(run.run_id, view["taxonomy"]),
+                  flash=request.session.pop("flash", None))
+
+
+_SPLIT = re.compile(r"[\s,;]+")
+
+
+def _seqs(text: str | None) -> list[Any]:
+    """`"3, 5 7"` -> [3, 5, 7]; a token that is not a number stays text (validation names it)."""
+    out: list[Any] = []
+    for tok in _SPLIT.split((text or "").strip()):
+        if tok:
+            out.append(int(tok) if tok.lstrip("-").isdigit() else tok)
+    return out
+
+
+@router.post("/adjudicate/{run_id:path}", dependencies=CSRF)
+async def adjudicate_post(request: Request, run_id: str, session: SessionDep, user: ReviewerPage,
+                          taxonomy: str | None = None):
+    """One adjudication action from a form; redirects back with a message."""
+    form = await request.form()
+    run, tax = _run_tax(session, run_id, form.get("taxonomy") or taxonomy)
+    action = str(form.get("action") or "")
+    label: dict[str, Any] = {}
+    for key in ("mode", "agent"):
+        value = str(form.get(f"label_{key}") or "").strip()
+        if value:
+            label[key] = value
+    if form.get("label_evidence") is not None:
+        ev = _seqs(str(form.get("label_evidence")))
+        if ev or action != "merge":
+            label["evidence"] = ev
+    principals = [str(p) for p in form.getlist("label_principals") if str(p).strip()]
+    if principals:
+        label["principals"] = principals
+    params = {
+        "mode": form.get("mode") or None,
+        "agent": form.get("agent") or None,
+        "gold_label_id": form.get("gold_label_id") or None,
+        "label_ids": [str(x) for x in form.getlist("label_ids")],
+        "label": label,
+        "rationale": form.get("rationale"),
+    }
+    url = _adjudicate_url(run.run_id, f"{tax.key}@{tax.version}")
+    try:
+        message = adjudication.apply_action(session, run, tax, user, action, params)
+    except (adjudication.AdjudicationError, adjudication.AdjudicationLocked) as exc:
+        session.rollback()
+        request.session["flash"] = {"kind": "error", "text": str(exc)}
+        return RedirectResponse(url, status_code=303)
+    request.session["flash"] = {"kind": "ok", "text": message[:1].upper() + message[1:] + "."}
+    return RedirectResponse(url, status_code=303)

@@ -1,0 +1,393 @@
+"""Agreement from the database: the frames :mod:`app.agreement.units` reads, and the JSON
+payloads the API, the CLI and the pages share.
+
+Which labels count
+------------------
+* Only **submitted** annotations under **one taxonomy version** (drafts never count), so every
+  mode means one thing.  A submitted annotation without labels is "no failure found" (data).
+* Annotators are users of kind ``human``; users of kind ``judge`` (``judge:<source>``, from
+  run audits or imported labels) are added with ``include_judges=True`` or when named in
+  ``annotators``.
+* ``family`` keeps the runs of one scenario family (a run's own scenario object wins over the
+  stored scenario of the same id, as in the outcome reports).
+* Gold: the accepted ``GoldLabel`` rows of ``GoldRun`` rows whose status is ``adjudicated`` (an
+  open adjudication is a proposal, not gold).
+
+Every payload function returns plain JSON-ready dicts (NaN never appears).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from itertools import combinations
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from sqlalchemy import select
+from sqlmodel import Session
+
+from app.agreement.coefficients import CodedRatings, pairwise_cohen_coded
+from app.agreement.units import (
+    BINARY,
+    agreement_report,
+    agreement_with_reference,
+    build_matrices,
+    disagreement_ranking,
+)
+from app.annotations.models import Annotation, GoldLabel, GoldRun, Label
+from app.auth.models import User
+from app.runs.models import Agent, Run, Scenario
+from app.taxonomies.models import Taxonomy
+
+__all__ = [
+    "LABEL_COLUMNS",
+    "LEVELS",
+    "AgreementData",
+    "AgreementError",
+    "agreement_payload",
+    "check_level",
+    "check_n_boot",
+    "disagreements_payload",
+    "filter_options",
+    "gold_payload",
+    "human_majority",
+    "judges_payload",
+    "load_agreement_data",
+    "parse_annotators",
+]
+
+LEVELS: tuple[str, ...] = ("run", "agent")
+#: Columns of :attr:`AgreementData.labels`.
+LABEL_COLUMNS: tuple[str, ...] = ("annotator", "kind", "run_id", "mode", "category", "agent", "evidence")
+#: Largest bootstrap size a request may ask for.
+MAX_N_BOOT = 10_000
+
+
+class AgreementError(ValueError):
+    """A bad agreement request; ``field`` names the parameter (``taxonomy``, ``annotators``, ...)."""
+
+    def __init__(self, field: str, message: str):
+        self.field = field
+        self.message = message
+        super().__init__(f"{field}: {message}")
+
+
+@dataclass
+class AgreementData:
+    """Everything the agreement payloads read.
+
+    ``labels``: one row per label (columns :data:`LABEL_COLUMNS`; ``agent`` None when the label
+    names none, ``evidence`` a list of event seqs); ``submissions``: ``annotator, kind, run_id``
+    of every submitted annotation; ``agents``: ``run_id, agent_id``; ``gold_labels``:
+    ``run_id, mode, agent, evidence, origin`` of accepted gold labels of adjudicated runs;
+    ``gold_runs``: the adjudicated run ids; ``kinds``: annotator -> ``human`` | ``judge``.
+    """
+
+    taxonomy: Taxonomy
+    modes: list[str]
+    mode_category: dict[str, str]
+    labels: pd.DataFrame
+    submissions: pd.DataFrame
+    agents: pd.DataFrame
+    gold_labels: pd.DataFrame
+    gold_runs: list[str]
+    kinds: dict[str, str] = field(default_factory=dict)
+    family: str | None = None
+    include_judges: bool = False
+    annotators_filter: list[str] | None = None
+
+    @property
+    def taxonomy_ref(self) -> str:
+        """Returns ``key@version`` of the taxonomy version."""
+        return f"{self.taxonomy.key}@{self.taxonomy.version}"
+
+    @property
+    def annotators(self) -> list[str]:
+        """Returns the annotators with at least one submission, sorted."""
+        return sorted(set(self.submissions["annotator"]))
+
+
+# --------------------------------------------------------------------------------------------
+# parameter checks
+
+
+def check_level(level: Any) -> str:
+    """Returns ``level`` when it is ``run`` or ``agent``; raises :class:`AgreementError` otherwise."""
+    if level not in LEVELS:
+        raise AgreementError("level", f"must be one of {', '.join(LEVELS)}, got {level!r}")
+    return level
+
+
+def check_n_boot(n_boot: Any) -> int:
+    """Returns ``n_boot`` when it is an integer in 0..MAX_N_BOOT; raises :class:`AgreementError`."""
+    if isinstance(n_boot, bool) or not isinstance(n_boot, (int, np.integer)) or not 0 <= n_boot <= MAX_N_BOOT:
+        raise AgreementError("n_boot", f"must be a whole number from 0 to {MAX_N_BOOT}, got {n_boot!r}")
+    return int(n_boot)
+
+
+def parse_annotators(value: Any) -> list[str] | None:
+    """Returns the annotator names of ``"a,b,c"`` (or a list), None when empty."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        names = [v.strip() for v in value.split(",")]
+    elif isinstance(value, (list, tuple)):
+        names = []
+        for v in value:
+            if not isinstance(v, str):
+                raise AgreementError("annotators", f"must be user names, got {v!r}")
+            names.extend(x.strip() for x in v.split(","))
+    else:
+        raise AgreementError("annotators", f"must be a comma-separated list of user names, got {value!r}")
+    names = list(dict.fromkeys(n for n in names if n))
+    return names or None
+
+
+def _resolve_taxonomy(session: Session, ref: str | None) -> Taxonomy:
+    from app.taxonomies.service import resolve
+
+    if ref is not None and not isinstance(ref, str):
+        raise AgreementError("taxonomy", f"must be a taxonomy key like 'a2-failures@1', got {ref!r}")
+    tax = resolve(session, ref.strip() if ref else None)
+    if tax is None:
+        raise AgreementError("taxonomy", f"unknown taxonomy {ref!r}" if ref else "no taxonomy is registered")
+    return tax
+
+
+# --------------------------------------------------------------------------------------------
+# loading
+
+
+def _run_families(session: Session) -> dict[int, tuple[str, str | None]]:
+    """run pk -> (run_id, family), the run's own scenario object winning."""
+    out = {}
+    for pk, run_id, fam, override in session.execute(
+        select(Run.id, Run.run_id, Scenario.family, Run.scenario_override).join(Scenario, Scenario.id == Run.scenario_id)
+    ):
+        if override:
+            fam = override.get("family", fam)
+        out[pk] = (run_id, fam)
+    return out
+
+
+def load_agreement_data(session: Session, *, taxonomy: str | None = None, family: str | None = None,
+                        annotators: Any = None, include_judges: bool = False) -> AgreementData:
+    """Returns the :class:`AgreementData` of the submitted annotations under the taxonomy version
+    ``taxonomy`` (default the latest a2-failures), of runs of ``family`` (all when None), by
+    ``annotators`` (comma list or list of user names; all humans when None) plus judges when
+    ``include_judges``.  Raises :class:`AgreementError` for an unknown taxonomy or annotator."""
+    from app.taxonomies.service import mode_category, mode_codes
+
+    tax = _resolve_taxonomy(session, taxonomy)
+    cats = mode_category(tax)
+    modes = mode_codes(tax)
+    family = family.strip() if isinstance(family, str) and family.strip() else None
+    wanted = parse_annotators(annotators)
+    if wanted is not None:
+        found = set(session.execute(select(User.username).where(User.username.in_(wanted))).scalars())
+        missing = [n for n in wanted if n not in found]
+        if missing:
+            raise AgreementError("annotators", f"unknown annotator {missing[0]!r}")
+
+    runs = {pk: rid for pk, (rid, fam) in _run_families(session).items() if family is None or fam == family}
+
+    def keep_user(name: str, kind: str) -> bool:
+        if wanted is not None:
+            return name in wanted
+        return kind == "human" or include_judges
+
+    kinds: dict[str, str] = {}
+    sub_rows: list[tuple] = []
+    for pk, name, kind in session.execute(
+        select(Annotation.run_pk, User.username, User.kind).join(User, User.id == Annotation.user_id)
+        .where(Annotation.taxonomy_pk == tax.id, Annotation.status == "submitted")
+    ):
+        if pk in runs and keep_user(name, kind):
+            kind = "judge" if kind == "judge" else "human"
+            kinds[name] = kind
+            sub_rows.append((name, kind, runs[pk]))
+    label_rows: list[tuple] = []
+    for pk, name, kind, mode, agent, evidence in session.execute(
+        select(Annotation.run_pk, User.username, User.kind, Label.mode, Label.agent, Label.evidence)
+        .join(Annotation, Annotation.id == Label.annotation_id).join(User, User.id == Annotation.user_id)
+        .where(Annotation.taxonomy_pk == tax.id, Annotation.status == "submitted").order_by(Label.id)
+    ):
+        if pk in runs and keep_user(name, kind) and mode in cats:
+            label_rows.append((name, "judge" if kind == "judge" else "human", runs[pk], mode, cats[mode],
+                               agent or None, sorted({int(s) for s in (evidence or [])})))
+    agent_rows = [(runs[pk], aid) for pk, aid in session.execute(
+        select(Agent.run_pk, Agent.agent_id).order_by(Agent.run_pk, Agent.position)) if pk in runs]
+    gold_runs = sorted({runs[pk] for (pk,) in session.execute(
+        select(GoldRun.run_pk).where(GoldRun.taxonomy_pk == tax.id, GoldRun.status == "adjudicated"))
+        if pk in runs})
+    gold_rows = [
+        (runs[pk], mode, agent or None, sorted({int(s) for s in (ev or [])}), origin)
+        for pk, mode, agent, ev, origin in session.execute(
+            select(GoldRun.run_pk, GoldLabel.mode, GoldLabel.agent, GoldLabel.evidence, GoldLabel.origin)
+            .join(GoldRun, GoldRun.id == GoldLabel.gold_run_id)
+            .where(GoldRun.taxonomy_pk == tax.id, GoldRun.status == "adjudicated", GoldLabel.accepted.is_(True))
+            .order_by(GoldLabel.id))
+        if pk in runs and mode in cats
+    ]
+    return AgreementData(
+        taxonomy=tax, modes=modes, mode_category=cats,
+        labels=pd.DataFrame(label_rows, columns=list(LABEL_COLUMNS)),
+        submissions=pd.DataFrame(sorted(set(sub_rows)), columns=["annotator", "kind", "run_id"]),
+        agents=pd.DataFrame(agent_rows, columns=["run_id", "agent_id"]),
+        gold_labels=pd.DataFrame(gold_rows, columns=["run_id", "mode", "agent", "evidence", "origin"]),
+        gold_runs=gold_runs, kinds=kinds, family=family, include_judges=bool(include_judges),
+        annotators_filter=wanted,
+    )
+
+
+def filter_options(session: Session) -> dict[str, Any]:
+    """Returns the choices the filter forms offer: ``taxonomies`` (``key@version``), ``families``,
+    ``humans`` and ``judges`` (user names that have at least one submitted annotation)."""
+    from app.taxonomies.service import all_versions
+
+    fams = sorted({f for _, f in _run_families(session).values() if f})
+    users = session.execute(
+        select(User.username, User.kind).join(Annotation, Annotation.user_id == User.id)
+        .where(Annotation.status == "submitted").distinct()).all()
+    return {
+        "taxonomies": [f"{t.key}@{t.version}" for t in all_versions(session)],
+        "families": fams,
+        "humans": sorted(n for n, k in users if k != "judge"),
+        "judges": sorted(n for n, k in users if k == "judge"),
+    }
+
+
+# --------------------------------------------------------------------------------------------
+# payloads
+
+
+def _header(data: AgreementData) -> dict[str, Any]:
+    return {
+        "taxonomy": data.taxonomy_ref,
+        "family": data.family,
+        "include_judges": data.include_judges,
+        "annotators_filter": data.annotators_filter,
+        "annotator_kinds": {a: data.kinds.get(a, "human") for a in data.annotators},
+        "n_labels": len(data.labels),
+        "n_submissions": len(data.submissions),
+    }
+
+
+def agreement_payload(data: AgreementData, *, level: str = "run", n_boot: int = 1000, seed: int = 0,
+                      confidence: float = 0.95) -> dict[str, Any]:
+    """Returns the agreement report (see :func:`app.agreement.units.agreement_report`: ``modes``,
+    ``categories``, ``overall`` with every coefficient ``{"value", "n_units", "ci", "reason"?}``,
+    ``prevalence``, ``kappa_paradox`` and ``advice`` per row, ``pairwise_cohen``,
+    ``blame_agreement``, ``evidence_overlap``) plus ``taxonomy``, ``family``, ``include_judges``,
+    ``annotators_filter``, ``annotator_kinds``, ``n_labels`` and ``n_submissions``."""
+    check_level(level)
+    check_n_boot(n_boot)
+    report = agreement_report(
+        data.labels, data.submissions, data.modes, data.mode_category, data.agents,
+        level=level, n_boot=n_boot, seed=seed, confidence=confidence)
+    return {**_header(data), **report}
+
+
+def gold_payload(data: AgreementData, *, n_boot: int = 0, seed: int = 0, confidence: float = 0.95) -> dict[str, Any]:
+    """Returns each annotator's agreement with gold (see
+    :func:`app.agreement.units.agreement_with_reference`): ``{"n_reference_runs", "annotators": [
+    {annotator, kind, n_runs, percent, cohen_kappa, micro, per_mode}]}`` plus the header keys and
+    ``gold_origins`` (how many accepted gold labels came from unanimity, majority, adjudication)."""
+    check_n_boot(n_boot)
+    ref = data.gold_labels[["run_id", "mode"]]
+    res = agreement_with_reference(data.labels, data.submissions, ref, data.gold_runs, data.modes,
+                                   n_boot=n_boot, seed=seed, confidence=confidence)
+    for row in res["annotators"]:
+        row["kind"] = data.kinds.get(row["annotator"], row["kind"])
+    origins = {o: int((data.gold_labels["origin"] == o).sum()) for o in ("unanimity", "majority", "adjudication")}
+    return {**_header(data), **res, "gold_origins": origins}
+
+
+def human_majority(data: AgreementData) -> tuple[pd.DataFrame, list[str]]:
+    """Returns (labels ``run_id, mode`` marked by a strict majority of the human annotators who
+    submitted the run, the runs with at least two human submitters)."""
+    subs = data.submissions[data.submissions["kind"] == "human"]
+    n_sub = subs.groupby("run_id")["annotator"].nunique()
+    runs = sorted(n_sub[n_sub >= 2].index)
+    lab = data.labels[(data.labels["kind"] == "human") & data.labels["run_id"].isin(runs)]
+    lab = lab.merge(subs[["annotator", "run_id"]], on=["annotator", "run_id"])
+    support = lab.groupby(["run_id", "mode"])["annotator"].nunique().reset_index(name="n")
+    support["n_sub"] = support["run_id"].map(n_sub)
+    maj = support[support["n"] * 2 > support["n_sub"]][["run_id", "mode"]].reset_index(drop=True)
+    return maj, runs
+
+
+def judges_payload(data: AgreementData, *, n_boot: int = 0, seed: int = 0, confidence: float = 0.95) -> dict[str, Any]:
+    """Humans vs machines, over the annotators of ``data`` (load it with ``include_judges=True``).
+
+    Returns ``pairwise_cohen`` (``annotators``, ``kinds``, ``matrix`` of pooled run x mode Cohen
+    kappas between every two annotators, humans and judges, ``n_units``), ``judges`` (per judge:
+    ``mean_kappa_with_humans`` and ``n_humans_compared``), ``human_baseline`` (mean kappa over the
+    human-human pairs), ``vs_gold`` (each annotator against the gold labels: as
+    :func:`gold_payload`) and ``vs_human_majority`` (each judge against the strict human majority
+    on runs with at least two human submitters: kappa, percent, micro and per-mode
+    precision/recall) plus the header keys."""
+    check_n_boot(n_boot)
+    head = _header(data)
+    annotators = data.annotators
+    kinds = [data.kinds.get(a, "human") for a in annotators]
+    if annotators:
+        mx = build_matrices(data.labels, data.submissions, data.modes, data.mode_category, level="run")
+        n_u, n_m, n_a = mx.presence.shape
+        pooled = mx.presence.reshape(n_u * n_m, n_a).astype(np.int64)
+        pw = pairwise_cohen_coded(CodedRatings(pooled, BINARY), n_boot=0)
+        matrix, n_units = pw["matrix"], pw["n_units"]
+    else:
+        matrix, n_units = [], []
+    judges = []
+    humans = [i for i, k in enumerate(kinds) if k == "human"]
+    for j, name in enumerate(annotators):
+        if kinds[j] != "judge":
+            continue
+        vals = [matrix[j][h] for h in humans if matrix[j][h] is not None]
+        judges.append({"judge": name, "mean_kappa_with_humans": float(np.mean(vals)) if vals else None,
+                       "n_humans_compared": len(vals)})
+    hh = [matrix[a][b] for a, b in combinations(humans, 2) if matrix[a][b] is not None]
+    gold = gold_payload(data, n_boot=n_boot, seed=seed, confidence=confidence)
+    maj, maj_runs = human_majority(data)
+    judge_mask_l = data.labels["kind"] == "judge"
+    judge_mask_s = data.submissions["kind"] == "judge"
+    vs_maj = agreement_with_reference(data.labels[judge_mask_l], data.submissions[judge_mask_s], maj, maj_runs,
+                                      data.modes, n_boot=n_boot, seed=seed, confidence=confidence)
+    return {
+        **head,
+        "pairwise_cohen": {"annotators": annotators, "kinds": kinds, "matrix": matrix, "n_units": n_units},
+        "judges": judges,
+        "human_baseline": {"mean_kappa": float(np.mean(hh)) if hh else None, "n_pairs": len(hh)},
+        "vs_gold": {"n_reference_runs": gold["n_reference_runs"], "annotators": gold["annotators"]},
+        "vs_human_majority": vs_maj,
+    }
+
+
+def disagreements_payload(data: AgreementData, *, page: int = 1, page_size: int = 50) -> dict[str, Any]:
+    """Returns the runs with at least two submitted annotators, most disputed first (see
+    :func:`app.agreement.units.disagreement_ranking`), one page of them, each with ``labels``
+    (annotator -> list of ``{mode, agent, evidence}``) and ``no_failure`` (annotators who
+    submitted the run without labels): ``{"total", "page", "page_size", "runs": [...]}``."""
+    if page < 1:
+        raise AgreementError("page", f"must be 1 or more, got {page!r}")
+    if page_size < 1:
+        raise AgreementError("page_size", f"must be 1 or more, got {page_size!r}")
+    ranking = disagreement_ranking(data.labels, data.submissions, data.modes)
+    rows = ranking[(page - 1) * page_size: page * page_size]
+    wanted = {r["run_id"] for r in rows}
+    by_run: dict[str, dict[str, list[dict]]] = {}
+    for ann, run_id, mode, agent, ev in data.labels[["annotator", "run_id", "mode", "agent", "evidence"]].itertuples(
+            index=False):
+        if run_id in wanted:
+            by_run.setdefault(run_id, {}).setdefault(ann, []).append(
+                {"mode": mode, "agent": agent, "evidence": list(ev)})
+    order = {m: i for i, m in enumerate(data.modes)}
+    for r in rows:
+        labs = by_run.get(r["run_id"], {})
+        r["labels"] = {a: sorted(labs.get(a, []), key=lambda x: (order.get(x["mode"], 0), x["agent"] or ""))
+                       for a in r["annotator_modes"]}
+        r["no_failure"] = [a for a, m in r["annotator_modes"].items() if not m]
+        r["annotator_kinds"] = {a: data.kinds.get(a, "human") for a in r["annotator_modes"]}
+        r["adjudicated"] = r["run_id"] in data.gold_runs
+    return {**_header(data), "total": len(ranking), "page": page, "page_size": page_size, "runs": rows}
