@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, HTTPException, Query, Request, UploadFile
+from fastapi import APIRouter, Depends, HTTPException, Query, Request
 from fastapi.concurrency import run_in_threadpool
 from sqlmodel import Session
 
@@ -24,6 +24,7 @@ from app.annotations.schemas import (
     Queue,
 )
 from app.api.deps import AdminUser, ApiUser, ReviewerUser, SessionDep
+from app.api.uploads import read_upload
 from app.core.config import get_settings
 from app.runs.service import RunFilter
 
@@ -141,24 +142,9 @@ def _import_labels(engine, data: bytes, filename: str, content_type: str) -> dic
         "field; re-importing replaces the annotator's imported annotation (idempotent)."),
 )
 async def import_labels(request: Request, user: ReviewerUser) -> dict[str, Any]:
-    settings = get_settings()
-    ctype = request.headers.get("content-type", "").split(";")[0].strip().lower()
-    if ctype == "multipart/form-data":
-        form = await request.form()
-        upload = form.get("file")
-        if not isinstance(upload, UploadFile) and not hasattr(upload, "read"):
-            raise HTTPException(422, "file: multipart upload needs a field named 'file'")
-        data = await upload.read()
-        filename = upload.filename or "upload"
-        ctype = upload.content_type or ""
-    else:
-        data = await request.body()
-        filename = "request-body.csv" if "csv" in ctype else (
-            "request-body.jsonl" if "json" in ctype else "request-body")
-    if len(data) > settings.max_upload_bytes:
-        raise HTTPException(413, f"upload larger than {settings.max_upload_bytes} bytes")
-    if not data.strip():
-        raise HTTPException(422, "body: empty; send CSV, JSON Lines or a file")
+    data, filename, ctype = await read_upload(
+        request, lambda ct: "request-body.csv" if "csv" in ct else ("request-body.jsonl" if "json" in ct else "request-body"),
+        "body: empty; send CSV, JSON Lines or a file")
     return await run_in_threadpool(_import_labels, request.app.state.engine, data, filename, ctype)
 
 

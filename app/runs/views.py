@@ -3,10 +3,11 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, HTTPException, Query, Request, UploadFile
+from fastapi import APIRouter, HTTPException, Query, Request
 from fastapi.concurrency import run_in_threadpool
 
 from app.api.deps import ApiUser, SessionDep
+from app.api.uploads import read_upload
 from app.core.config import get_settings
 from app.runs import service
 
@@ -70,22 +71,8 @@ async def import_runs(request: Request, user: ApiUser, replace: bool = False) ->
         raise HTTPException(403, "requires role admin or reviewer")
     from app.ingest.loader import import_bytes
 
-    settings = get_settings()
-    ctype = request.headers.get("content-type", "").split(";")[0].strip().lower()
-    if ctype == "multipart/form-data":
-        form = await request.form()
-        upload = form.get("file")
-        if not isinstance(upload, UploadFile) and not hasattr(upload, "read"):
-            raise HTTPException(422, "multipart upload needs a field named 'file'")
-        data = await upload.read()
-        filename = upload.filename or "upload"
-        ctype = upload.content_type or ""
-    else:
-        data = await request.body()
-        filename = "request-body.jsonl" if "ndjson" in ctype or "jsonl" in ctype else "request-body.json"
-    if len(data) > settings.max_upload_bytes:
-        raise HTTPException(413, f"upload larger than {settings.max_upload_bytes} bytes")
-    if not data.strip():
-        raise HTTPException(422, "empty body: send a JSON array, JSON Lines or a file")
+    data, filename, ctype = await read_upload(
+        request, lambda ct: "request-body.jsonl" if "ndjson" in ct or "jsonl" in ct else "request-body.json",
+        "empty body: send a JSON array, JSON Lines or a file")
     summary = await run_in_threadpool(import_bytes, request.app.state.engine, data, filename, ctype, replace)
     return summary.to_dict()
