@@ -9,7 +9,7 @@ Input frames (the column lists are the constants below; extra columns are ignore
 * ``runs`` (:data:`RUN_COLUMNS`): one row per run.  ``status`` in :data:`STATUSES`,
   ``alignment`` in :data:`ALIGNMENTS` or missing, ``aggregate_score`` a number or missing.
 * ``principals`` (:data:`PRINCIPAL_COLUMNS`): one row per (run, principal).  ``kind`` in
-  :data:`PRINCIPAL_KINDS`; ``success`` bool or missing; ``score`` number or missing;
+  :data:`PRINCIPAL_KINDS` or missing (the canonical run format makes it optional); ``success`` bool or missing; ``score`` number or missing;
   ``metrics`` a dict (numeric values, excluding booleans and NaN/inf, are averaged; the rest
   ignored) or missing.
 * ``agents`` (:data:`AGENT_COLUMNS`): one row per (run, agent); ``principal_id`` must name a
@@ -314,7 +314,7 @@ def _parse_principals(
         out[(run_id, pid)] = {
             "run_id": run_id,
             "principal_id": pid,
-            "kind": _choice("principals", i, row, "kind", PRINCIPAL_KINDS, optional=False),
+            "kind": _choice("principals", i, row, "kind", PRINCIPAL_KINDS, optional=True),
             "success": _opt_bool("principals", i, row, "success"),
             "score": _opt_number("principals", i, row, "score"),
             "metrics": _numeric_metrics("principals", i, row),

@@ -1,0 +1,224 @@
+"""The `/reports` page (reviewers and admins): outcome table, charts, cross-play, blind spots.
+
+Charts are inline SVG from :mod:`app.reports.charts` (no JavaScript, no external assets); every
+chart links to its data as CSV (`/reports/data/{name}.csv` with the page's query string).
+"""
+from __future__ import annotations
+
+import csv
+import io
+import math
+from typing import Any
+from urllib.parse import urlencode
+
+from fastapi import APIRouter, HTTPException, Query, Request
+from fastapi.responses import Response
+from markupsafe import Markup
+from sqlmodel import Session
+
+from app.api.deps import SessionDep
+from app.reports import charts, service
+from app.reports.outcomes import to_records
+from app.web.deps import ReviewerPage
+from app.web.templating import render
+
+router = APIRouter(include_in_schema=False)
+
+#: the most groups a dumbbell chart shows (the largest by unit count)
+MAX_DUMBBELL_GROUPS = 25
+#: the most blind-spot runs listed on the page (the CSV has all)
+MAX_BLIND_SPOT_ROWS = 500
+#: blind-spot runs shown before "show more"
+BLIND_SPOT_FIRST = 15
+CHART_DATA = ("outcomes", "prevalence", "success", "crossplay", "blind-spots")
+
+
+class Params:
+    """The page's query parameters, checked."""
+
+    def __init__(self, by: str, source: str, taxonomy: str | None, family: str | None, crossplay: str):
+        if by not in service.OUTCOME_BY:
+            raise service.ReportError("by", f"must be one of {', '.join(service.OUTCOME_BY)}, got {by!r}")
+        if crossplay not in service.CROSSPLAY_BY:
+            raise service.ReportError("crossplay", f"must be model or harness, got {crossplay!r}")
+        self.by = by
+        self.source = service.check_source(source or "auto")
+        self.taxonomy = taxonomy or None
+        self.family = family or None
+        self.crossplay = crossplay
+
+    def query(self) -> str:
+        """Returns the query string that reproduces these parameters."""
+        q = {"by": self.by, "source": self.source, "crossplay": self.crossplay}
+        if self.taxonomy:
+            q["taxonomy"] = self.taxonomy
+        if self.family:
+            q["family"] = self.family
+        return urlencode(q)
+
+
+def _group_label(row: dict[str, Any], keys: list[str]) -> str:
+    return " · ".join("(none)" if row.get(k) is None else str(row[k]) for k in keys)
+
+
+def _key_columns(columns: list[str]) -> list[str]:
+    return columns[: columns.index("runs")]
+
+
+def _category_names(data: service.ReportData) -> dict[str, str]:
+    return {c["code"]: c.get("name", c["code"]) for c in data.taxonomy.definition.get("categories") or []}
+
+
+def prevalence_table(data: service.ReportData, source: str) -> tuple[list[str], list[dict[str, Any]]]:
+    """Returns the data of the "failure prevalence by model" chart: per model, the agent-runs,
+    the labelled agent-runs, and the share of labelled agent-runs with a label per category."""
+    frame = service.outcome_frame(data, "model", source)
+    rows = to_records(frame)
+    cats = [str(c) for c in frame.columns if str(c).startswith("cat:")]
+    columns = ["model", "agent_runs", "labelled_agent_runs", *cats]
+    return columns, [{"model": r["model"], "agent_runs": r["n"], "labelled_agent_runs": r["labelled_n"],
+                      **{c: r[c] for c in cats}} for r in rows]
+
+
+def success_table(outcomes: dict[str, Any]) -> tuple[list[str], list[dict[str, Any]]]:
+    """Returns the data of the dumbbell chart: per group, aggregate and principal success."""
+    keys = _key_columns(outcomes["columns"])
+    columns = [*keys, "n", "aggregate_success_rate", "principal_success_rate", "success_gap"]
+    return columns, [{c: r[c] for c in columns} for r in outcomes["rows"]]
+
+
+def blind_spot_table(blind: dict[str, Any]) -> tuple[list[str], list[dict[str, Any]]]:
+    """Returns the blind-spot runs with their reasons joined by "; "."""
+    columns = ["run_id", "family", "alignment", "aggregate_score", "failed_principals", "labelled_modes", "reasons"]
+    return columns, [{**{c: r[c] for c in columns},
+                      "failed_principals": ";".join(r["failed_principals"]),
+                      "labelled_modes": ";".join(r["labelled_modes"]),
+                      "reasons": "; ".join(r["reasons"])} for r in blind["runs"]]
+
+
+def to_csv(columns: list[str], rows: list[dict[str, Any]]) -> str:
+    """Returns ``rows`` as CSV text with a header; None is an empty field."""
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(columns)
+    for r in rows:
+        w.writerow(["" if r.get(c) is None else r[c] for c in columns])
+    return buf.getvalue()
+
+
+def _load(request: Request, session: Session, p: Params) -> service.ReportData:
+    return service.load_report_data(session, threshold=request.app.state.settings.success_threshold,
+                                    taxonomy=p.taxonomy, family=p.family)
+
+
+def _heat(value: Any, rgb: tuple[int, int, int] = (179, 38, 30), scale: float = 1.0) -> str:
+    """Returns an inline background style whose strength follows ``value`` (0..1)."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return ""
+    alpha = max(0.0, min(1.0, abs(float(value)) * scale)) * 0.55
+    return f"background: rgba({rgb[0]}, {rgb[1]}, {rgb[2]}, {alpha:.2f})" if alpha >= 0.02 else ""
+
+
+def _page_context(request: Request, session: Session, p: Params) -> dict[str, Any]:
+    data = _load(request, session, p)
+    outcomes = service.outcomes_payload(data, p.by, p.source)
+    keys = _key_columns(outcomes["columns"])
+    cat_names = _category_names(data)
+    cat_cols = [c for c in outcomes["columns"] if c.startswith("cat:")]
+    mode_cols = [c for c in outcomes["columns"] if c.startswith("mode:")]
+
+    prev_columns, prev_rows = prevalence_table(data, p.source)
+    prev_cats = [c for c in prev_columns if c.startswith("cat:")]
+    bar = charts.bar_chart(
+        [r["model"] for r in prev_rows],
+        [(c.removeprefix("cat:"), [r[c] for r in prev_rows]) for c in prev_cats],
+        title="Failure prevalence by model",
+        description="Share of labelled agent-runs of each model whose agent is responsible for a label of each "
+                    "failure category (" + ", ".join(f"{k} {v}" for k, v in cat_names.items()) + ").",
+        max_value=None, axis_label="share of labelled agent-runs",
+    )
+
+    rows = outcomes["rows"]
+    shown = rows
+    if len(rows) > MAX_DUMBBELL_GROUPS:
+        shown = sorted(rows, key=lambda r: -r["n"])[:MAX_DUMBBELL_GROUPS]
+    dumbbell = charts.dumbbell_chart(
+        [_group_label(r, keys) for r in shown],
+        [r["aggregate_success_rate"] for r in shown],
+        [r["principal_success_rate"] for r in shown],
+        title=f"Aggregate vs principal success by {p.by}",
+        first_label="aggregate success", second_label="own principal's success",
+        description=f"Per {p.by}: share of {outcomes['unit']}s whose run counts as an aggregate success "
+                    "(circle) and whose own principal succeeded (square).",
+    )
+
+    cp = service.crossplay_payload(data, p.crossplay)
+    m = cp["matrix"]
+    heat = charts.heatmap(
+        m["rows"], m["cols"], m["values"],
+        title=f"Cross-play by {p.crossplay}: mean score of the row side's principal",
+        description=f"Mixed and competitive runs between agents of different principals: cell (row, column) is "
+                    f"the mean principal score of the side whose {p.crossplay} is the row, playing against the "
+                    f"column (colour scale: the range of the data).",
+        row_title=f"{p.crossplay} (this side)", col_title=f"against {p.crossplay}",
+        scale="sequential",
+    )
+
+    blind = service.blind_spots_payload(data, p.source)
+    q = p.query()
+    return {
+        "p": p, "query": q, "options": service.filter_options(session), "by_choices": service.OUTCOME_BY,
+        "outcomes": outcomes, "keys": keys, "cat_cols": cat_cols, "mode_cols": mode_cols, "cat_names": cat_names,
+        "mode_names": {m["code"]: m.get("name", m["code"]) for m in data.taxonomy.definition.get("modes") or []},
+        "bar_svg": Markup(bar), "dumbbell_svg": Markup(dumbbell), "heatmap_svg": Markup(heat),
+        "dumbbell_note": (f"Showing the {len(shown)} largest of {len(rows)} groups." if len(shown) < len(rows) else ""),
+        "crossplay": cp, "blind": blind, "blind_rows": blind["runs"][:MAX_BLIND_SPOT_ROWS],
+        "blind_first": BLIND_SPOT_FIRST,
+        "heat": _heat, "n_runs": len(data.runs),
+    }
+
+
+@router.get("/reports")
+def reports_page(
+    request: Request, session: SessionDep, user: ReviewerPage,
+    by: str = "model", source: str = "auto", taxonomy: str | None = None, family: str | None = None,
+    crossplay: str = "model",
+):
+    try:
+        p = Params(by, source, taxonomy, family, crossplay)
+        ctx = _page_context(request, session, p)
+    except service.ReportError as exc:
+        return render(request, "reports/index.html", status_code=422, error=str(exc), p=None,
+                      options=service.filter_options(session), by_choices=service.OUTCOME_BY)
+    return render(request, "reports/index.html", error=None, **ctx)
+
+
+@router.get("/reports/data/{name}.csv")
+def report_data_csv(
+    name: str, request: Request, session: SessionDep, user: ReviewerPage,
+    by: str = "model", source: str = "auto", taxonomy: str | None = None, family: str | None = None,
+    crossplay: str = Query("model"),
+):
+    """The data behind one chart or table of the page, as CSV (same query parameters)."""
+    if name not in CHART_DATA:
+        raise HTTPException(404, f"unknown chart data {name!r} (one of {', '.join(CHART_DATA)})")
+    try:
+        p = Params(by, source, taxonomy, family, crossplay)
+        data = _load(request, session, p)
+        if name == "outcomes":
+            payload = service.outcomes_payload(data, p.by, p.source)
+            columns, rows = payload["columns"], payload["rows"]
+        elif name == "prevalence":
+            columns, rows = prevalence_table(data, p.source)
+        elif name == "success":
+            columns, rows = success_table(service.outcomes_payload(data, p.by, p.source))
+        elif name == "crossplay":
+            cp = service.crossplay_payload(data, p.crossplay)
+            columns, rows = cp["columns"], cp["cells"]
+        else:
+            columns, rows = blind_spot_table(service.blind_spots_payload(data, p.source))
+    except service.ReportError as exc:
+        raise HTTPException(422, str(exc)) from None
+    suffix = {"outcomes": f"-by-{p.by}", "success": f"-by-{p.by}", "crossplay": f"-by-{p.crossplay}"}.get(name, "")
+    return Response(to_csv(columns, rows), media_type="text/csv; charset=utf-8",
+                    headers={"Content-Disposition": f'attachment; filename="{name}{suffix}.csv"'})
