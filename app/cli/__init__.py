@@ -32,13 +32,7 @@ def cli() -> None:
 
 def _register() -> None:
     for module_name, attr in COMMANDS:
-        try:
-            module = importlib.import_module(module_name)
-        except ModuleNotFoundError as exc:
-            if exc.name == module_name:
-                continue
-            raise
-        cli.add_command(getattr(module, attr))
+        cli.add_command(getattr(importlib.import_module(module_name), attr))
 
 
 _register()
