@@ -8,11 +8,43 @@ import click
 from app.cli.common import checked_engine, is_tty, one_line_errors
 
 
-class _Progress:
-    """A live one-line counter on a terminal (stderr); silent otherwise."""
+def estimate_runs(paths) -> int | None:
+    """How many runs `paths` hold, when a cheap count is possible (JSON Lines files count their
+    non-blank lines, directories their run directories, single-run files one); else None."""
+    import os
 
-    def __init__(self, enabled: bool):
+    from app.ingest import detect_format
+    from app.ingest.jsonio import canonical_layout
+    from app.ingest.tree import METADATA_NAMES
+
+    total = 0
+    for p in paths:
+        if os.path.isdir(p):
+            for _root, _dirs, files in os.walk(p):
+                total += any(f.lower() in METADATA_NAMES for f in files)
+            continue
+        if detect_format(p) != "canonical":
+            return None
+        layout = canonical_layout(p)
+        if layout == "object":
+            total += 1
+        elif layout == "jsonl":
+            with open(p, "rb") as f:
+                total += sum(1 for line in f if line.strip())
+        else:
+            return None
+    return total
+
+
+class _Progress:
+    """A progress bar on a terminal (stderr) when the number of runs can be counted up front,
+    else a live counter; silent when stderr is not a terminal."""
+
+    WIDTH = 30
+
+    def __init__(self, enabled: bool, total: int | None = None):
         self.enabled = enabled
+        self.total = total
         self.last = 0.0
         self.started = time.monotonic()
 
@@ -22,7 +54,13 @@ class _Progress:
             self.last = now
             done = summary.imported + summary.unchanged + summary.rejected
             rate = done / max(now - self.started, 1e-9)
-            click.echo(f"\r[{done:>7} runs, {rate:6.0f}/s] {summary.line()}", nl=False, err=True)
+            if self.total:
+                frac = min(done / self.total, 1.0)
+                bar = "#" * int(frac * self.WIDTH)
+                head = f"[{bar:<{self.WIDTH}}] {frac:4.0%} {done}/{self.total} runs, {rate:.0f}/s"
+            else:
+                head = f"[{done:>7} runs, {rate:6.0f}/s]"
+            click.echo(f"\r{head}  {summary.line()}", nl=False, err=True)
 
     def close(self) -> None:
         if self.enabled:
@@ -47,7 +85,8 @@ def import_cmd(paths: tuple[str, ...], fmt: str | None, mapping: str | None, rep
     """
     from app.ingest.loader import import_paths
 
-    progress = _Progress(is_tty())
+    tty = is_tty()
+    progress = _Progress(tty, estimate_runs(paths) if tty else None)
     try:
         summary = import_paths(checked_engine(), paths, fmt=fmt, mapping=mapping, replace=replace, progress=progress)
     finally:

@@ -74,3 +74,15 @@ def test_demo_is_idempotent_and_writes_shapes(fresh_db, tmp_path):
     assert r.returncode == 0, r.stderr
     assert (out / "runs.json").exists() and (out / "runs.jsonl").exists() and (out / "tree").is_dir()
     assert Path(out / "wire-1.0.jsonl").exists() and Path(out / "wire-0.3.jsonl").exists()
+
+
+def test_progress_total_is_counted_up_front(tmp_path):
+    from app.cli.imports import estimate_runs
+    from app.ingest import writers
+
+    runs = [d.run for d in generate_runs(4, 2)]
+    writers.write_jsonl(runs, tmp_path / "a.jsonl")
+    writers.write_tree(runs[:3], tmp_path / "tree")
+    writers.write_json_array(runs, tmp_path / "b.json")
+    assert estimate_runs([str(tmp_path / "a.jsonl"), str(tmp_path / "tree")]) == 7
+    assert estimate_runs([str(tmp_path / "b.json")]) is None  # an array is not counted before streaming it
