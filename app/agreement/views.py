@@ -23,17 +23,13 @@ from sqlmodel import Session
 from app.agreement import adjudication, service
 from app.agreement.coefficients import compute
 from app.annotations.http import JsonErrorRoute, api_csrf
-from app.api.deps import ApiUser, ReviewerUser, SessionDep
-from app.auth.models import User
+from app.api.deps import ApiUser, ReviewerUser, SessionDep, require_labels_visible
 
 router = APIRouter(prefix="/api/v1", tags=["agreement"], route_class=JsonErrorRoute,
                    dependencies=[Depends(api_csrf)])
 
 #: Most cells the calculator accepts in one request.
 MAX_CELLS = 1_000_000
-
-BLIND_DETAIL = ("blind mode: agreement aggregates every annotator's labels; it is open to reviewers and admins, "
-                "and to annotators once an admin reveals labels")
 
 TaxonomyQuery = Annotated[str | None, Query(
     description="Taxonomy version: `key`, `key@version` or id; default the latest a2-failures.")]
@@ -60,12 +56,6 @@ ConfidenceQuery = Annotated[float, Query(gt=0, lt=1, description="Level of the i
 def _n_boot(request: Request, n_boot: int | None) -> int:
     return int(request.app.state.settings.bootstrap_resamples if n_boot is None else n_boot)
 
-
-def _require_labels_visible(session: Session, user: User) -> None:
-    from app.annotations.blind import labels_visible_to
-
-    if not labels_visible_to(session, user):
-        raise HTTPException(403, BLIND_DETAIL)
 
 
 def _load(session: Session, taxonomy: str | None, family: str | None, annotators: str | None,
@@ -103,7 +93,7 @@ def agreement(
     include_judges: Annotated[bool, Query(description="Count `judge:*` annotators as annotators too.")] = False,
     n_boot: NBootQuery = None, seed: SeedQuery = None, confidence: ConfidenceQuery = 0.95,
 ) -> dict[str, Any]:
-    _require_labels_visible(session, user)
+    require_labels_visible(session, user, "agreement")
     data = _load(session, taxonomy, family, annotators, include_judges)
     return service.agreement_payload(data, level=level, n_boot=_n_boot(request, n_boot), seed=seed or 0,
                                      confidence=confidence)
@@ -124,7 +114,7 @@ def agreement_gold(
     include_judges: Annotated[bool, Query(description="Report `judge:*` annotators too.")] = True,
     n_boot: NBootQuery = None, seed: SeedQuery = None, confidence: ConfidenceQuery = 0.95,
 ) -> dict[str, Any]:
-    _require_labels_visible(session, user)
+    require_labels_visible(session, user, "agreement")
     data = _load(session, taxonomy, family, annotators, include_judges)
     return service.gold_payload(data, n_boot=_n_boot(request, n_boot), seed=seed or 0, confidence=confidence)
 
@@ -144,7 +134,7 @@ def agreement_judges(
     taxonomy: TaxonomyQuery = None, family: FamilyQuery = None,
     n_boot: NBootQuery = None, seed: SeedQuery = None,
 ) -> dict[str, Any]:
-    _require_labels_visible(session, user)
+    require_labels_visible(session, user, "agreement")
     data = _load(session, taxonomy, family, None, True)
     return service.judges_payload(data, n_boot=_n_boot(request, n_boot), seed=seed or 0)
 
@@ -164,7 +154,7 @@ def agreement_disagreements(
     include_judges: Annotated[bool, Query(description="Count `judge:*` annotators too.")] = False,
     page: Annotated[int, Query(ge=1)] = 1, page_size: Annotated[int, Query(ge=1, le=500)] = 50,
 ) -> dict[str, Any]:
-    _require_labels_visible(session, user)
+    require_labels_visible(session, user, "agreement")
     data = _load(session, taxonomy, family, annotators, include_judges)
     return service.disagreements_payload(data, page=page, page_size=page_size)
 

@@ -66,3 +66,15 @@ def require_role(*roles: str):
 
 ReviewerUser = Annotated[User, Depends(require_role("admin", "reviewer"))]
 AdminUser = Annotated[User, Depends(require_role("admin"))]
+
+
+def require_labels_visible(session: Session, user: User, what: str) -> None:
+    """403 unless `user` may see every annotator's labels (reviewers, admins, or after reveal).
+
+    `what` names the aggregate refused, e.g. "agreement" or "reports"."""
+    from app.annotations.blind import labels_visible_to
+
+    if not labels_visible_to(session, user):
+        raise HTTPException(status.HTTP_403_FORBIDDEN,
+                            f"blind mode: {what} aggregate every annotator's labels; open to reviewers and admins, "
+                            "and to annotators once an admin reveals labels")

@@ -73,7 +73,7 @@ def demo(n_runs: int, seed: int, write_dir: str | None, shapes: tuple[str, ...],
         res = seed_annotations(engine, tax_pk, seed=seed, n_assigned=min(60, n_runs), n_simulated=min(40, n_runs))
         click.echo(f"demo users: {len(DEMO_USERS)} ({len(res.users)} new); assignments added {res.assigned}; "
                    f"simulated annotations {res.simulated}")
-        click.echo("log in at http://127.0.0.1:8000/login as one of:")
+        click.echo("log in at /login of `a2annotate serve` (default http://127.0.0.1:8000/login) as one of:")
         for name, (role, password, _) in DEMO_USERS.items():
             click.echo(f"  {name:<9} password {password:<14} ({role})")
 

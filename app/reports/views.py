@@ -13,14 +13,10 @@ from pydantic import BaseModel, Field
 from sqlmodel import Session
 
 from app.annotations.http import JsonErrorRoute
-from app.api.deps import ApiUser, SessionDep
-from app.auth.models import User
+from app.api.deps import ApiUser, SessionDep, require_labels_visible
 from app.reports import service
 
 router = APIRouter(prefix="/api/v1/reports", tags=["reports"], route_class=JsonErrorRoute)
-
-BLIND_DETAIL = ("blind mode: reports aggregate every annotator's labels; they are open to reviewers and "
-                "admins, and to annotators once an admin reveals labels")
 
 SourceQuery = Annotated[str, Query(
     description="Which labels count: `auto` (gold for adjudicated runs, else the human majority of the "
@@ -74,12 +70,6 @@ class CrossplayReport(BaseModel):
     matrix: Matrix
 
 
-def _require_labels_visible(session: Session, user: User) -> None:
-    from app.annotations.blind import labels_visible_to
-
-    if not labels_visible_to(session, user):
-        raise HTTPException(403, BLIND_DETAIL)
-
 
 def _data(request: Request, session: Session, taxonomy: str | None, family: str | None,
           with_labels: bool = True) -> service.ReportData:
@@ -110,7 +100,7 @@ def outcomes(
                   Query(description="Grouping of the rows.")] = "agent",
     source: SourceQuery = "auto", taxonomy: TaxonomyQuery = None, family: FamilyQuery = None,
 ) -> dict[str, Any]:
-    _require_labels_visible(session, user)
+    require_labels_visible(session, user, "reports")
     data = _data(request, session, taxonomy, family)
     try:
         return service.outcomes_payload(data, by, source)
@@ -133,7 +123,7 @@ def blind_spots(
     request: Request, session: SessionDep, user: ApiUser,
     source: SourceQuery = "auto", taxonomy: TaxonomyQuery = None, family: FamilyQuery = None,
 ) -> dict[str, Any]:
-    _require_labels_visible(session, user)
+    require_labels_visible(session, user, "reports")
     data = _data(request, session, taxonomy, family)
     try:
         return service.blind_spots_payload(data, source)
