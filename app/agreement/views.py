@@ -23,7 +23,7 @@ from sqlmodel import Session
 from app.agreement import adjudication, service
 from app.agreement.coefficients import compute
 from app.annotations.http import JsonErrorRoute, api_csrf
-from app.api.deps import ApiUser, ReviewerUser, SessionDep, require_labels_visible
+from app.api.deps import MAX_PAGE, ApiUser, ReviewerUser, SessionDep, require_labels_visible
 
 router = APIRouter(prefix="/api/v1", tags=["agreement"], route_class=JsonErrorRoute,
                    dependencies=[Depends(api_csrf)])
@@ -48,8 +48,8 @@ NBootQuery = Annotated[
     Annotated[int, Field(ge=0, le=service.MAX_N_BOOT)] | None, BeforeValidator(_blank_is_none), Query(
     description="Bootstrap resamples for the intervals (runs are resampled); default the server setting "
                 "`bootstrap_resamples`; 0 for no intervals.")]
-SeedQuery = Annotated[int | None, BeforeValidator(_blank_is_none),
-                      Query(description="Seed of the bootstrap (default 0): same seed, same intervals.")]
+SeedQuery = Annotated[Annotated[int, Field(ge=0)] | None, BeforeValidator(_blank_is_none),
+                      Query(description="Seed of the bootstrap, >= 0 (default 0): same seed, same intervals.")]
 ConfidenceQuery = Annotated[float, Query(gt=0, lt=1, description="Level of the intervals.")]
 
 
@@ -152,7 +152,7 @@ def agreement_disagreements(
     session: SessionDep, user: ApiUser,
     taxonomy: TaxonomyQuery = None, family: FamilyQuery = None, annotators: AnnotatorsQuery = None,
     include_judges: Annotated[bool, Query(description="Count `judge:*` annotators too.")] = False,
-    page: Annotated[int, Query(ge=1)] = 1, page_size: Annotated[int, Query(ge=1, le=500)] = 50,
+    page: Annotated[int, Query(ge=1, le=MAX_PAGE)] = 1, page_size: Annotated[int, Query(ge=1, le=500)] = 50,
 ) -> dict[str, Any]:
     require_labels_visible(session, user, "agreement")
     data = _load(session, taxonomy, family, annotators, include_judges)
@@ -180,7 +180,7 @@ class ComputeIn(BaseModel):
         description="`ratings[u][r]`: rater r's rating of unit u; null for missing, a list for a set of labels.")
     n_boot: int | None = Field(None, ge=0, le=service.MAX_N_BOOT,
                                   description="Bootstrap resamples of units; default the server setting.")
-    seed: int = 0
+    seed: int = Field(0, ge=0, description="Seed of the bootstrap (>= 0): same seed, same interval.")
     confidence: float = Field(0.95, gt=0, lt=1)
 
 

@@ -33,9 +33,19 @@ def format_location(loc: Sequence[Any]) -> str:
     return out or "body"
 
 
+def _one_error(e: dict[str, Any]) -> str:
+    loc = tuple(e.get("loc", ()))
+    if e.get("type") == "json_invalid":  # loc is ("body", <character offset>)
+        where = f" at character {loc[1]}" if len(loc) > 1 and isinstance(loc[1], int) else ""
+        reason = (e.get("ctx") or {}).get("error")
+        return f"body: invalid JSON{where}" + (f" ({reason})" if reason else "")
+    return f"{format_location(loc)}: {e.get('msg', 'invalid')}"
+
+
 def validation_detail(errors: Sequence[dict[str, Any]]) -> str:
-    """Returns one line naming each failing field: `field: message; field: message`."""
-    return "; ".join(f"{format_location(e.get('loc', ()))}: {e.get('msg', 'invalid')}" for e in errors) or "invalid request"
+    """Returns one line naming each failing field: `field: message; field: message` (a body that
+    is not JSON: `body: invalid JSON at character N (reason)`)."""
+    return "; ".join(_one_error(e) for e in errors) or "invalid request"
 
 
 class JsonErrorRoute(APIRoute):

@@ -33,7 +33,7 @@ from app.annotations.service import (
     validate_labels,
 )
 from app.auth.models import User
-from app.auth.service import judge_user
+from app.auth.service import MAX_USERNAME, judge_user
 from app.taxonomies.models import Taxonomy
 
 COLUMNS = ("annotator", "run_id", "mode", "agent", "evidence", "taxonomy", "note", "confidence", "principals")
@@ -258,6 +258,30 @@ def _annotator(session: Session, name: str) -> User:
     return judge_user(session, name)
 
 
+def _has_nul(value: Any) -> bool:
+    if isinstance(value, str):
+        return "\x00" in value
+    if isinstance(value, list):
+        return any(_has_nul(x) for x in value)
+    return False
+
+
+def _storage_problem(session: Session, values: dict[str, Any]) -> tuple[str, str] | None:
+    """Returns (column, message) for a cell the database cannot store, the same on every backend:
+    a NUL character anywhere, or an annotator name too long for its (judge) user; else None."""
+    for key, value in values.items():
+        if _has_nul(value):
+            return key, "contains a NUL character (\\u0000), which the database cannot store"
+    name = values["annotator"].strip()
+    longest = MAX_USERNAME if name.startswith("judge:") else MAX_USERNAME - len("judge:")
+    if len(name) > longest:
+        human = session.exec(select(User).where(User.username == name, User.kind == "human")).first()
+        if human is None:
+            return "annotator", (f"{len(name)} characters: a name that is not a user becomes the judge "
+                                 f"'judge:<name>', which holds at most {MAX_USERNAME} characters")
+    return None
+
+
 def import_label_rows(session: Session, rows: list[_Row], filename: str,
                       summary: LabelImportSummary | None = None) -> LabelImportSummary:
     """Group `rows` into annotations and store each group atomically; returns the summary.
@@ -277,6 +301,11 @@ def import_label_rows(session: Session, rows: list[_Row], filename: str,
             summary.rejected += 1
             summary.errors.append(_err(filename, row.line, bad, f"required, got {v.get(bad)!r}"))
             continue
+        problem = _storage_problem(session, v)
+        if problem:
+            summary.rejected += 1
+            summary.errors.append(_err(filename, row.line, *problem))
+            continue
         ref = v.get("taxonomy") or None
         try:
             if ref not in tax_cache:
@@ -295,7 +324,13 @@ def import_label_rows(session: Session, rows: list[_Row], filename: str,
         else:
             summary.imported += 1
             summary.replaced += int(replaced)
+    summary.errors.sort(key=_line_of)  # in file order, whichever check found them
     return summary
+
+
+def _line_of(error: dict[str, str]) -> int:
+    tail = error["location"].rsplit(":", 1)[-1]
+    return int(tail) if tail.isdigit() else 0
 
 
 def _import_group(session: Session, annotator: str, run_id: str, members: list[tuple[_Row, Taxonomy]],

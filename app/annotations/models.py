@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Optional
+from typing import Any
 
 from sqlalchemy import JSON, Column, Text, UniqueConstraint
 from sqlmodel import Field, SQLModel
@@ -13,13 +13,13 @@ from app.runs.models import utcnow
 class Assignment(SQLModel, table=True):
     __tablename__ = "assignment"
     __table_args__ = (UniqueConstraint("run_pk", "user_id", "taxonomy_pk"),)
-    id: Optional[int] = Field(default=None, primary_key=True)
+    id: int | None = Field(default=None, primary_key=True)
     run_pk: int = Field(foreign_key="run.id", index=True, ondelete="CASCADE")
     user_id: int = Field(foreign_key="user_account.id", index=True, ondelete="CASCADE")
     taxonomy_pk: int = Field(foreign_key="taxonomy.id")
     #: Order of the run in the annotator's queue.
     position: int = 0
-    batch: Optional[str] = Field(default=None, max_length=200)
+    batch: str | None = Field(default=None, max_length=200)
     created_at: datetime = Field(default_factory=utcnow)
 
 
@@ -28,7 +28,7 @@ class Annotation(SQLModel, table=True):
 
     __tablename__ = "annotation"
     __table_args__ = (UniqueConstraint("run_pk", "user_id", "taxonomy_pk"),)
-    id: Optional[int] = Field(default=None, primary_key=True)
+    id: int | None = Field(default=None, primary_key=True)
     run_pk: int = Field(foreign_key="run.id", index=True, ondelete="CASCADE")
     user_id: int = Field(foreign_key="user_account.id", index=True, ondelete="CASCADE")
     taxonomy_pk: int = Field(foreign_key="taxonomy.id", index=True)
@@ -39,22 +39,22 @@ class Annotation(SQLModel, table=True):
     #: human | import | audit
     origin: str = Field(default="human", max_length=20)
     time_ms: int = 0
-    note: Optional[str] = Field(default=None, sa_column=Column(Text))
+    note: str | None = Field(default=None, sa_column=Column(Text))
     started_at: datetime = Field(default_factory=utcnow)
     updated_at: datetime = Field(default_factory=utcnow)
-    submitted_at: Optional[datetime] = None
+    submitted_at: datetime | None = None
 
 
 class Label(SQLModel, table=True):
     __tablename__ = "label"
-    id: Optional[int] = Field(default=None, primary_key=True)
+    id: int | None = Field(default=None, primary_key=True)
     annotation_id: int = Field(foreign_key="annotation.id", index=True, ondelete="CASCADE")
     mode: str = Field(max_length=40)
     agent: str = Field(max_length=200)
     principals: list[str] = Field(default_factory=list, sa_column=Column(JSON, nullable=False))
     evidence: list[int] = Field(default_factory=list, sa_column=Column(JSON, nullable=False))
-    note: Optional[str] = Field(default=None, sa_column=Column(Text))
-    confidence: Optional[float] = None
+    note: str | None = Field(default=None, sa_column=Column(Text))
+    confidence: float | None = None
     time_ms: int = 0
     created_at: datetime = Field(default_factory=utcnow)
 
@@ -64,20 +64,20 @@ class GoldRun(SQLModel, table=True):
 
     __tablename__ = "gold_run"
     __table_args__ = (UniqueConstraint("run_pk", "taxonomy_pk"),)
-    id: Optional[int] = Field(default=None, primary_key=True)
+    id: int | None = Field(default=None, primary_key=True)
     run_pk: int = Field(foreign_key="run.id", index=True, ondelete="CASCADE")
     taxonomy_pk: int = Field(foreign_key="taxonomy.id")
     #: open | adjudicated
     status: str = Field(default="open", max_length=20)
     no_failure: bool = False
-    reviewer_id: Optional[int] = Field(default=None, foreign_key="user_account.id")
-    rationale: Optional[str] = Field(default=None, sa_column=Column(Text))
+    reviewer_id: int | None = Field(default=None, foreign_key="user_account.id")
+    rationale: str | None = Field(default=None, sa_column=Column(Text))
     updated_at: datetime = Field(default_factory=utcnow)
 
 
 class GoldLabel(SQLModel, table=True):
     __tablename__ = "gold_label"
-    id: Optional[int] = Field(default=None, primary_key=True)
+    id: int | None = Field(default=None, primary_key=True)
     gold_run_id: int = Field(foreign_key="gold_run.id", index=True, ondelete="CASCADE")
     mode: str = Field(max_length=40)
     agent: str = Field(max_length=200)
@@ -87,8 +87,8 @@ class GoldLabel(SQLModel, table=True):
     origin: str = Field(max_length=20)
     #: pre-accepted unanimity labels can be undone by the reviewer (accepted=False)
     accepted: bool = True
-    rationale: Optional[str] = Field(default=None, sa_column=Column(Text))
-    created_by: Optional[int] = Field(default=None, foreign_key="user_account.id")
+    rationale: str | None = Field(default=None, sa_column=Column(Text))
+    created_by: int | None = Field(default=None, foreign_key="user_account.id")
     created_at: datetime = Field(default_factory=utcnow)
 
 

@@ -5,6 +5,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from app.annotations.service import MAX_TIME_MS
+
 
 class LabelIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
@@ -15,7 +17,7 @@ class LabelIn(BaseModel):
                                 description="Event seqs of the run that show the failure; at least one on submit.")
     note: str | None = None
     confidence: float | None = Field(None, ge=0, le=1, description="The annotator's confidence, 0 to 1.")
-    time_ms: int = Field(0, ge=0, description="Time spent on this label in ms; stored as sent.")
+    time_ms: int = Field(0, ge=0, le=MAX_TIME_MS, description="Time spent on this label in ms; stored as sent.")
 
 
 class AnnotationIn(BaseModel):
@@ -26,8 +28,9 @@ class AnnotationIn(BaseModel):
     labels: list[LabelIn] = Field(default_factory=list)
     no_failure: bool = Field(False, description="Explicit 'no failure found' mark; not allowed with labels.")
     status: Literal["draft", "submitted"] = "draft"
-    time_ms: int = Field(0, ge=0, description="Time on task since the client's last save, in ms; added to the "
-                                              "stored total.")
+    time_ms: int = Field(0, ge=0, le=MAX_TIME_MS,
+                         description="Time on task since the client's last save, in ms; added to the stored total "
+                                     f"(which stops at {MAX_TIME_MS}).")
     note: str | None = None
 
 

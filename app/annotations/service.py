@@ -238,10 +238,17 @@ def validate_labels(ctx: RunContext, tax: Taxonomy, labels: Sequence[Any], *, co
         note = lab.get("note")
         if note is not None and not isinstance(note, str):
             raise AnnotationError(f"{p}.note", f"must be text, got {note!r}")
+        if note and "\x00" in note:
+            raise AnnotationError(f"{p}.note", NUL_MESSAGE)
         time_ms = _time_ms(lab.get("time_ms"), f"{p}.time_ms")
         out.append({"mode": code, "agent": agent, "principals": principals, "evidence": evidence,
                     "note": note or None, "confidence": confidence, "time_ms": time_ms})
     return out
+
+
+NUL_MESSAGE = "contains a NUL character (\\u0000), which the database cannot store"
+#: largest time in ms the database keeps (a 32-bit integer column: about 24.8 days)
+MAX_TIME_MS = 2**31 - 1
 
 
 def _time_ms(value: Any, field: str) -> int:
@@ -249,8 +256,8 @@ def _time_ms(value: Any, field: str) -> int:
         return 0
     if isinstance(value, float) and value.is_integer():
         value = int(value)
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise AnnotationError(field, f"must be a whole number of milliseconds >= 0, got {value!r}")
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_TIME_MS:
+        raise AnnotationError(field, f"must be a whole number of milliseconds >= 0 and <= {MAX_TIME_MS}, got {value!r}")
     return value
 
 
@@ -283,6 +290,8 @@ def save_annotation(session: Session, user: User, run: Run, taxonomy: Taxonomy, 
         raise AnnotationError("no_failure", f"must be true or false, got {no_failure!r}")
     if note is not None and not isinstance(note, str):
         raise AnnotationError("note", f"must be text, got {note!r}")
+    if note and "\x00" in note:
+        raise AnnotationError("note", NUL_MESSAGE)
     time_ms = _time_ms(time_ms, "time_ms")
     ctx = RunContext(session, run)
     clean = validate_labels(ctx, taxonomy, labels, complete=status == "submitted")
@@ -302,7 +311,7 @@ def save_annotation(session: Session, user: User, run: Run, taxonomy: Taxonomy, 
     ann.no_failure = no_failure
     ann.origin = origin
     ann.note = note or None
-    ann.time_ms = (ann.time_ms or 0) + time_ms
+    ann.time_ms = min((ann.time_ms or 0) + time_ms, MAX_TIME_MS)  # the total saturates
     ann.updated_at = now
     ann.submitted_at = now if status == "submitted" else None
     session.add(ann)

@@ -23,8 +23,8 @@ from app.annotations.schemas import (
     LabelImportOut,
     Queue,
 )
-from app.api.deps import AdminUser, ApiUser, ReviewerUser, SessionDep
-from app.api.uploads import read_upload
+from app.api.deps import MAX_PAGE, AdminUser, ApiUser, ReviewerUser, SessionDep
+from app.api.uploads import read_upload, upload_request_body
 from app.core.config import get_settings
 from app.runs.service import RunFilter
 
@@ -84,7 +84,7 @@ def list_annotations(
     annotator: Annotated[str | None, Query(description="user name, e.g. `alice` or `judge:judge-l2`")] = None,
     taxonomy: TaxonomyQuery = None,
     status: Annotated[str | None, Query(pattern="^(draft|submitted)$")] = None,
-    page: Annotated[int, Query(ge=1)] = 1,
+    page: Annotated[int, Query(ge=1, le=MAX_PAGE)] = 1,
     page_size: Annotated[int, Query(ge=1, description="at most MAX_PAGE_SIZE (default 500)")] = 100,
 ) -> dict[str, Any]:
     from app.annotations.blind import labels_visible_to
@@ -139,7 +139,15 @@ def _import_labels(engine, data: bytes, filename: str, content_type: str) -> dic
         "Rows group into one submitted annotation per (annotator, run, taxonomy version), origin `import`; "
         "an empty or `none` mode marks 'no failure found'; names that are not human users become "
         "`judge:*` annotators. Each group is stored whole or rejected with errors naming file, line and "
-        "field; re-importing replaces the annotator's imported annotation (idempotent)."),
+        "field; re-importing replaces the annotator's imported annotation (idempotent). Answers "
+        "`{imported, replaced, rejected, errors:[{location, message}]}`."),
+    openapi_extra={"requestBody": upload_request_body(
+        {"text/csv": "CSV with a header row naming the columns",
+         "application/x-ndjson": "JSON Lines: one label a line"},
+        "Labels to import: CSV, JSON Lines, or a multipart upload (field `file`).")},
+    responses={403: {"description": "requires role admin or reviewer"},
+               413: {"description": "upload larger than MAX_UPLOAD_BYTES"},
+               422: {"description": "empty body, or a multipart upload without the field `file`"}},
 )
 async def import_labels(request: Request, user: ReviewerUser) -> dict[str, Any]:
     data, filename, ctype = await read_upload(
@@ -216,7 +224,7 @@ def assign(body: AssignmentsIn, session: SessionDep, user: AdminUser) -> dict[st
 def get_progress(
     session: SessionDep, user: ReviewerUser, taxonomy: str | None = None,
     state: Annotated[str | None, Query(pattern="^(unassigned|in_progress|submitted|adjudicated)$")] = None,
-    page: Annotated[int, Query(ge=1)] = 1, page_size: Annotated[int, Query(ge=1)] = 100,
+    page: Annotated[int, Query(ge=1, le=MAX_PAGE)] = 1, page_size: Annotated[int, Query(ge=1)] = 100,
 ) -> dict[str, Any]:
     from app.annotations.progress import progress
 

@@ -6,24 +6,47 @@ from typing import Annotated
 
 from fastapi import Depends, HTTPException, Request, status
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from sqlalchemy.exc import DataError
 from sqlmodel import Session
 
 from app.auth.models import User
 from app.auth.service import user_for_token
 from app.web.csrf import SAFE_METHODS, check_csrf
 
+#: highest page number the list endpoints accept (keeps the SQL offset within a 64-bit integer)
+MAX_PAGE = 1_000_000
+
 bearer = HTTPBearer(auto_error=False, description="API token from `a2annotate tokens create NAME`")
 
 
 def get_session(request: Request) -> Iterator[Session]:
-    """A session per request; committed when the handler returns without error."""
+    """A session per request; committed when the handler returns without error.
+
+    A value the database cannot hold or compare (a NUL character in a text on PostgreSQL, an
+    integer beyond the column's range) answers 422 with the reason instead of a server error."""
     with Session(request.app.state.engine) as session:
         try:
             yield session
             session.commit()
+        except (DataError, OverflowError) as exc:
+            session.rollback()
+            raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, invalid_value_detail(exc)) from None
         except Exception:
             session.rollback()
             raise
+
+
+def invalid_value_detail(exc: BaseException) -> str:
+    """Returns the one-line 422 detail for a value the database refused (DataError, OverflowError)."""
+    text = str(getattr(exc, "orig", None) or exc).strip()
+    first = text.splitlines()[0] if text else type(exc).__name__
+    if "NUL" in first or "\\x00" in first:
+        return "invalid value: a parameter or field contains a NUL character (\\x00), which cannot be stored or searched"
+    if isinstance(exc, OverflowError) or "out of range" in first:
+        return "invalid value: a number is out of the range the database can store"
+    if "too long" in first:
+        return f"invalid value: a text is too long ({first})"
+    return f"invalid value: {first}"
 
 
 SessionDep = Annotated[Session, Depends(get_session)]

@@ -32,3 +32,14 @@ async def read_upload(request: Request, body_filename: Callable[[str], str], emp
     if not data.strip():
         raise HTTPException(422, empty_hint)
     return data, filename, ctype
+
+
+def upload_request_body(raw: dict[str, str], description: str) -> dict:
+    """Returns the OpenAPI `requestBody` of an upload route (the route reads the raw request, so
+    FastAPI cannot infer it): each raw content type in `raw` (type -> description) plus a multipart
+    form with the field `file`."""
+    content: dict[str, dict] = {ct: {"schema": {"type": "string", "description": d}} for ct, d in raw.items()}
+    content["multipart/form-data"] = {"schema": {
+        "type": "object", "required": ["file"],
+        "properties": {"file": {"type": "string", "format": "binary", "description": "the file to import"}}}}
+    return {"required": True, "description": description, "content": content}

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Optional
 
 from sqlmodel import Field, SQLModel
 
@@ -13,24 +12,24 @@ ROLES = ("admin", "reviewer", "annotator")
 
 class User(SQLModel, table=True):
     __tablename__ = "user_account"
-    id: Optional[int] = Field(default=None, primary_key=True)
+    id: int | None = Field(default=None, primary_key=True)
     username: str = Field(max_length=200, sa_column_kwargs={"unique": True})
     role: str = Field(default="annotator", max_length=20)
     #: "human", or "judge" for non-human annotators named `judge:<source>`.
     kind: str = Field(default="human", max_length=20)
-    password_hash: Optional[str] = Field(default=None, max_length=300)
+    password_hash: str | None = Field(default=None, max_length=300)
     is_active: bool = True
     created_at: datetime = Field(default_factory=utcnow)
 
 
 class ApiToken(SQLModel, table=True):
     __tablename__ = "api_token"
-    id: Optional[int] = Field(default=None, primary_key=True)
+    id: int | None = Field(default=None, primary_key=True)
     user_id: int = Field(foreign_key="user_account.id", index=True, ondelete="CASCADE")
-    name: Optional[str] = Field(default=None, max_length=200)
+    name: str | None = Field(default=None, max_length=200)
     #: sha256 hex of the token; the token itself is shown once and never stored.
     token_hash: str = Field(max_length=64, sa_column_kwargs={"unique": True})
     prefix: str = Field(max_length=16)
     created_at: datetime = Field(default_factory=utcnow)
-    last_used_at: Optional[datetime] = None
+    last_used_at: datetime | None = None
     revoked: bool = False

@@ -16,11 +16,19 @@ def get_user(session: Session, username: str) -> User | None:
     return session.exec(select(User).where(User.username == username)).first()
 
 
+#: longest user name (the column holds 200 characters)
+MAX_USERNAME = 200
+
+
 def create_user(session: Session, username: str, role: str, password: str | None = None,
                 kind: str = "human") -> User:
     username = username.strip()
     if not username:
         raise AuthError("username must not be empty")
+    if len(username) > MAX_USERNAME:
+        raise AuthError(f"username must have at most {MAX_USERNAME} characters, got {len(username)}")
+    if any(ord(c) < 32 for c in username):
+        raise AuthError("username must not contain control characters")
     if role not in ROLES:
         raise AuthError(f"role must be one of {', '.join(ROLES)}, not {role!r}")
     if get_user(session, username) is not None:

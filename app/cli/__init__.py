@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import importlib
+import sys
+from typing import Any
 
 import click
 
@@ -21,7 +23,40 @@ COMMANDS = [
 ]
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class OneLineUsageError(click.UsageError):
+    """A usage error shown as one line: `Error: <reason> (see 'a2annotate CMD --help')`."""
+
+    def show(self, file: Any = None) -> None:
+        hint = f" (see '{self.ctx.command_path} --help')" if self.ctx is not None else ""
+        click.echo(f"Error: {self.format_message()}{hint}", file=file or sys.stderr)
+
+
+def _one_line(exc: click.UsageError) -> click.UsageError:
+    if isinstance(exc, (OneLineUsageError, click.exceptions.NoArgsIsHelpError)):
+        return exc  # a bare group name still prints its help
+    new = OneLineUsageError(exc.format_message(), exc.ctx)
+    new.exit_code = exc.exit_code
+    return new
+
+
+class OneLineErrorsGroup(click.Group):
+    """The top-level group: usage errors of any command (bad option, missing argument, bad
+    value) print one line and exit 2, instead of click's usage block."""
+
+    def make_context(self, *args: Any, **kwargs: Any) -> click.Context:
+        try:
+            return super().make_context(*args, **kwargs)
+        except click.UsageError as exc:
+            raise _one_line(exc) from None
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except click.UsageError as exc:
+            raise _one_line(exc) from None
+
+
+@click.group(cls=OneLineErrorsGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="a2annotate")
 def cli() -> None:
     """a2annotate: label A2A runs against a failure taxonomy, measure agreement, report outcomes.

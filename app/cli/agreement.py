@@ -105,7 +105,7 @@ def report_text(report: dict[str, Any], gold: dict[str, Any] | None = None) -> s
 @click.option("--include-judges", is_flag=True, help="Count judge:* annotators (run audits, imported judges) too.")
 @click.option("--n-boot", type=click.IntRange(0, 10_000), default=None,
               help="Bootstrap resamples for the intervals (default: the bootstrap_resamples setting; 0: none).")
-@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the bootstrap.")
+@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True, help="Seed of the bootstrap.")
 @click.option("--gold/--no-gold", default=True, show_default=True, help="Also report each annotator against gold.")
 @one_line_errors
 def agreement(level: str, as_json: bool, taxonomy: str | None, family: str | None, annotators: str | None,

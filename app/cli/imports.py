@@ -99,6 +99,9 @@ def import_cmd(paths: tuple[str, ...], fmt: str | None, mapping: str | None, rep
         if show_unused:
             for f in summary.unused_files:
                 click.echo(f"  unused: {f}", err=True)
+    if summary.replaced:
+        click.echo(f"{summary.replaced} of the imported runs replaced stored runs whose content changed "
+                   "(their annotations kept)", err=True)
     click.echo(summary.line())
     if summary.rejected:
         raise SystemExit(1)

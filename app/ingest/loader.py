@@ -8,17 +8,18 @@ run's content in place (annotations on it are kept).
 """
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
-
-import json
 
 from sqlalchemy import JSON, delete, insert
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, select
 
-from app.ingest.canonical import RunFormatError, content_hash
+from app.ingest.canonical import RunFormatError, canonical_json
+from app.ingest.limits import storage_problem
 from app.runs.models import Agent, Audit, Event, Principal, Run, Scenario
 
 
@@ -32,10 +33,9 @@ class ImportSummary:
     unused_files: list[str] = field(default_factory=list)
 
     def line(self) -> str:
-        text = f"imported {self.imported}, unchanged {self.unchanged}, rejected {self.rejected}"
-        if self.replaced:
-            text += f" (replaced {self.replaced})"
-        return text
+        """Returns the summary line, exactly `imported N, unchanged M, rejected K` (replaced runs
+        count as imported; `replaced` says how many of them)."""
+        return f"imported {self.imported}, unchanged {self.unchanged}, rejected {self.rejected}"
 
     def to_dict(self) -> dict[str, Any]:
         return {"imported": self.imported, "unchanged": self.unchanged, "replaced": self.replaced,
@@ -122,8 +122,13 @@ def store_run(session: Session, run: dict[str, Any], *, replace: bool = False, s
               scenario_cache: dict[str, dict] | None = None,
               after_store: Callable[[Session, Run, dict, dict], None] | None = None,
               cache: dict | None = None) -> str:
-    """Store one normalized run. Returns "imported", "unchanged" or "replaced"; raises RunConflict."""
-    digest = content_hash(run)
+    """Store one normalized run. Returns "imported", "unchanged" or "replaced"; raises RunConflict,
+    or RunFormatError (with `field`) for a value the database cannot store (see app.ingest.limits)."""
+    text = canonical_json(run)
+    problem = storage_problem(run, text)
+    if problem is not None:
+        raise RunFormatError(None, problem[1], run_id=run.get("run_id"), field=problem[0])
+    digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
     existing = session.exec(select(Run).where(Run.run_id == run["run_id"])).first()
     if existing is not None:
         if existing.content_hash == digest:
@@ -184,9 +189,11 @@ def load_items(engine: Engine, items: Iterable[Any], *, replace: bool = False, b
                     scenario_cache.clear()
                     cache.clear()
                     summary.rejected += 1
-                    summary.errors.append({
-                        "location": f"{getattr(item, 'source', None) or '?'}: run {run.get('run_id')}",
-                        "message": _message(exc)})
+                    rid = str(run.get("run_id"))
+                    location = f"{getattr(item, 'source', None) or '?'}: run {rid if len(rid) <= 100 else rid[:100] + '...'}"
+                    if isinstance(exc, RunFormatError) and exc.field:
+                        location += f": field {exc.field}"
+                    summary.errors.append({"location": location, "message": _message(exc)})
                 else:
                     if outcome == "imported":
                         summary.imported += 1
@@ -212,6 +219,8 @@ def load_items(engine: Engine, items: Iterable[Any], *, replace: bool = False, b
 def _message(exc: Exception) -> str:
     if isinstance(exc, RunConflict):
         return str(exc)
+    if isinstance(exc, RunFormatError):
+        return exc.message
     orig = getattr(exc, "orig", None)
     text = str(orig if orig is not None else exc).strip().splitlines()[0]
     return f"{type(exc).__name__}: {text}"

@@ -17,6 +17,9 @@ Accepted input, freely mixed in one file:
   file ``<log>.context.json`` (one such record, an array of them, or ``{"contexts": [...]}``) or
   ``<log>.context.jsonl`` next to the log.
 
+Any other JSON object (no JSON-RPC ``method``, ``result`` or ``error``, not an envelope, card or
+run_context) is reported as an error at its line, never turned into an empty run.
+
 Records are grouped into runs by contextId (a response without one inherits it from its request,
 paired by JSON-RPC id, or from its task id). Per context: every Message becomes a shared
 ``message`` event (a messageId seen before, e.g. again in a later Task's history, counts once);
@@ -69,6 +72,8 @@ from app.ingest.items import ImportItem, error_item, item_from_raw
 
 NO_SIDECAR_NOTE = ("imported from an A2A wire log without a run_context sidecar: the scenario, the "
                    "principals and the agents' private events are unknown")
+NOT_WIRE_RECORD = ("not an A2A wire record: expected a JSON-RPC request or response (or a bare Task, Message or "
+                   "update event), an envelope {ts, from_agent, to_agent, body}, an agent card or a run_context")
 _SSE_FIELDS = (b"data:", b"event:", b"id:", b"retry:", b":")
 
 
@@ -496,6 +501,9 @@ def _index(path: str | os.PathLike, name: str) -> _Index:
                 ix.cards.append((frm if isinstance(frm, str) else None, body))
                 continue
             body = as_body(body)
+            if not isinstance(body.get("method"), str) and "result" not in body and "error" not in body:
+                ix.errors.append(error_item(Location(name, line), NOT_WIRE_RECORD))
+                continue
             ctx = context_of_body(body)
             tids = task_ids_of_body(body)
             if ctx is None:

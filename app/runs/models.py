@@ -5,58 +5,58 @@ canonical -> database -> canonical is lossless. Unknown fields of nested objects
 """
 from __future__ import annotations
 
-from datetime import datetime, timezone
-from typing import Any, Optional
+from datetime import UTC, datetime
+from typing import Any
 
 from sqlalchemy import JSON, Column, Index, Text, UniqueConstraint
 from sqlmodel import Field, SQLModel
 
 
 def utcnow() -> datetime:
-    return datetime.now(timezone.utc)
+    return datetime.now(UTC)
 
 
 class Scenario(SQLModel, table=True):
     __tablename__ = "scenario"
     id: str = Field(primary_key=True, max_length=300)
     family: str = Field(index=True, max_length=100)
-    alignment: Optional[str] = Field(default=None, index=True, max_length=40)
-    title: Optional[str] = Field(default=None, sa_column=Column(Text))
-    description: Optional[str] = Field(default=None, sa_column=Column(Text))
+    alignment: str | None = Field(default=None, index=True, max_length=40)
+    title: str | None = Field(default=None, sa_column=Column(Text))
+    description: str | None = Field(default=None, sa_column=Column(Text))
     extra: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
 
 
 class Run(SQLModel, table=True):
     __tablename__ = "run"
-    id: Optional[int] = Field(default=None, primary_key=True)
+    id: int | None = Field(default=None, primary_key=True)
     run_id: str = Field(max_length=300, sa_column_kwargs={"unique": True}, index=False)
     scenario_id: str = Field(foreign_key="scenario.id", index=True, max_length=300)
     status: str = Field(index=True, max_length=20)
-    aggregate_score: Optional[float] = None
-    started_at: Optional[str] = Field(default=None, max_length=64)
-    ended_at: Optional[str] = Field(default=None, max_length=64)
+    aggregate_score: float | None = None
+    started_at: str | None = Field(default=None, max_length=64)
+    ended_at: str | None = Field(default=None, max_length=64)
     extra: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
     #: The run's own scenario object when it differs from the one stored under the same id.
-    scenario_override: Optional[dict[str, Any]] = Field(default=None, sa_column=Column(JSON, nullable=True))
+    scenario_override: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON, nullable=True))
     content_hash: str = Field(max_length=64)
     n_events: int = 0
-    source: Optional[str] = Field(default=None, sa_column=Column(Text))
+    source: str | None = Field(default=None, sa_column=Column(Text))
     imported_at: datetime = Field(default_factory=utcnow)
 
 
 class Principal(SQLModel, table=True):
     __tablename__ = "principal"
     __table_args__ = (UniqueConstraint("run_pk", "principal_id"),)
-    id: Optional[int] = Field(default=None, primary_key=True)
+    id: int | None = Field(default=None, primary_key=True)
     run_pk: int = Field(foreign_key="run.id", index=True, ondelete="CASCADE")
     position: int
     principal_id: str = Field(max_length=200)
-    name: Optional[str] = Field(default=None, sa_column=Column(Text))
-    kind: Optional[str] = Field(default=None, max_length=40)
-    objective: Optional[str] = Field(default=None, sa_column=Column(Text))
+    name: str | None = Field(default=None, sa_column=Column(Text))
+    kind: str | None = Field(default=None, max_length=40)
+    objective: str | None = Field(default=None, sa_column=Column(Text))
     constraints: list[str] = Field(default_factory=list, sa_column=Column(JSON, nullable=False))
-    success: Optional[bool] = None
-    score: Optional[float] = None
+    success: bool | None = None
+    score: float | None = None
     metrics: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
     extra: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
 
@@ -64,14 +64,14 @@ class Principal(SQLModel, table=True):
 class Agent(SQLModel, table=True):
     __tablename__ = "agent"
     __table_args__ = (UniqueConstraint("run_pk", "agent_id"),)
-    id: Optional[int] = Field(default=None, primary_key=True)
+    id: int | None = Field(default=None, primary_key=True)
     run_pk: int = Field(foreign_key="run.id", index=True, ondelete="CASCADE")
     position: int
     agent_id: str = Field(max_length=200)
-    principal_id: Optional[str] = Field(default=None, max_length=200)
-    role: Optional[str] = Field(default=None, max_length=200)
-    model: Optional[str] = Field(default=None, index=True, max_length=200)
-    harness: Optional[str] = Field(default=None, index=True, max_length=200)
+    principal_id: str | None = Field(default=None, max_length=200)
+    role: str | None = Field(default=None, max_length=200)
+    model: str | None = Field(default=None, index=True, max_length=200)
+    harness: str | None = Field(default=None, index=True, max_length=200)
     private_state: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
     extra: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
 
@@ -79,32 +79,32 @@ class Agent(SQLModel, table=True):
 class Event(SQLModel, table=True):
     __tablename__ = "event"
     __table_args__ = (UniqueConstraint("run_pk", "seq"),)
-    id: Optional[int] = Field(default=None, primary_key=True)
+    id: int | None = Field(default=None, primary_key=True)
     run_pk: int = Field(foreign_key="run.id", ondelete="CASCADE")
     seq: int
-    ts: Optional[str] = Field(default=None, max_length=64)
+    ts: str | None = Field(default=None, max_length=64)
     kind: str = Field(max_length=40)
     actor: str = Field(max_length=200)
     recipients: list[str] = Field(default_factory=list, sa_column=Column(JSON, nullable=False))
     visibility: str = Field(max_length=20)
-    content: Optional[str] = Field(default=None, sa_column=Column(Text))
+    content: str | None = Field(default=None, sa_column=Column(Text))
     data: Any = Field(default=None, sa_column=Column(JSON, nullable=True))
-    parent_seq: Optional[int] = None
-    hop: Optional[int] = None
+    parent_seq: int | None = None
+    hop: int | None = None
     extra: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
 
 
 class Audit(SQLModel, table=True):
     __tablename__ = "audit"
-    id: Optional[int] = Field(default=None, primary_key=True)
+    id: int | None = Field(default=None, primary_key=True)
     run_pk: int = Field(foreign_key="run.id", index=True, ondelete="CASCADE")
     position: int
     source: str = Field(max_length=200)
-    level: Optional[str] = Field(default=None, max_length=40)
+    level: str | None = Field(default=None, max_length=40)
     mode: str = Field(max_length=40)
-    agent: Optional[str] = Field(default=None, max_length=200)
+    agent: str | None = Field(default=None, max_length=200)
     evidence: list[int] = Field(default_factory=list, sa_column=Column(JSON, nullable=False))
-    note: Optional[str] = Field(default=None, sa_column=Column(Text))
+    note: str | None = Field(default=None, sa_column=Column(Text))
     extra: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
 
 

@@ -107,11 +107,12 @@ def list_runs(session: Session, f: RunFilter, page: int = 1, page_size: int = 50
 
 
 def run_summary(session: Session, run: Run) -> dict[str, Any]:
-    sc = session.get(Scenario, run.scenario_id)
+    sc = dict(run.scenario_override) if run.scenario_override is not None else (
+        scenario_dict(s) if (s := session.get(Scenario, run.scenario_id)) is not None else {})
     agents = session.exec(select(Agent).where(Agent.run_pk == run.id).order_by(Agent.position)).all()
     return {
-        "run_id": run.run_id, "scenario_id": run.scenario_id, "family": sc.family if sc else None,
-        "alignment": sc.alignment if sc else None, "title": sc.title if sc else None,
+        "run_id": run.run_id, "scenario_id": run.scenario_id, "family": sc.get("family"),
+        "alignment": sc.get("alignment"), "title": sc.get("title"),
         "status": run.status, "aggregate_score": run.aggregate_score, "n_events": run.n_events,
         "agents": [{"id": a.agent_id, "principal": a.principal_id, "model": a.model, "harness": a.harness}
                    for a in agents],

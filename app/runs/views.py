@@ -1,30 +1,39 @@
 """REST routes for runs and bulk import."""
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, HTTPException, Query, Request
 from fastapi.concurrency import run_in_threadpool
 
-from app.api.deps import ApiUser, SessionDep
-from app.api.uploads import read_upload
+from app.annotations.http import JsonErrorRoute
+from app.api.deps import MAX_PAGE, ApiUser, SessionDep
+from app.api.uploads import read_upload, upload_request_body
 from app.core.config import get_settings
 from app.runs import service
 
-router = APIRouter(prefix="/api/v1", tags=["runs"])
+router = APIRouter(prefix="/api/v1", tags=["runs"], route_class=JsonErrorRoute)
 
 
-@router.get("/runs", summary="List runs with filters and pagination")
+@router.get("/runs", summary="List runs with filters and pagination",
+            responses={403: {"description": "blind mode: an annotator filtering by another annotator"},
+                       422: {"description": "bad parameter; `detail` names it"}})
 def list_runs(
     session: SessionDep, user: ApiUser,
     family: str | None = None, scenario: str | None = None, model: str | None = None,
-    harness: str | None = None, status: str | None = None, alignment: str | None = None,
+    harness: str | None = None,
+    status: Annotated[Literal["completed", "failed", "timeout", "error"] | None, Query()] = None,
+    alignment: Annotated[Literal["cooperative", "mixed", "competitive"] | None, Query()] = None,
     annotated_by: Annotated[str | None, Query(description="username with a submitted annotation")] = None,
-    page: Annotated[int, Query(ge=1)] = 1,
+    page: Annotated[int, Query(ge=1, le=MAX_PAGE)] = 1,
     page_size: Annotated[int, Query(ge=1, description="at most MAX_PAGE_SIZE (default 500)")] = 50,
 ) -> dict[str, Any]:
-    """Runs ordered by run_id. `annotated_by` is refused for another user's name while labels are
-    blind, unless the caller is a reviewer or admin."""
+    """Runs ordered by run_id, `{total, page, page_size, items}`; every filter given must match:
+    `family`, `scenario` (scenario id), `model` / `harness` (of any agent of the run), `status`,
+    `alignment`, `annotated_by` (a user with a submitted annotation of the run). `page` counts
+    from 1; `page_size` above MAX_PAGE_SIZE is lowered to it (the answer says the size used).
+    `annotated_by` is refused (403) for another user's name while labels are blind, unless the
+    caller is a reviewer or admin."""
     page_size = min(page_size, get_settings().max_page_size)
     if annotated_by and annotated_by != user.username and user.role == "annotator":
         from app.annotations.blind import labels_visible_to
@@ -38,7 +47,7 @@ def list_runs(
             "items": [service.run_summary(session, r) for r in rows]}
 
 
-@router.get("/runs/{run_id:path}", summary="One run in canonical shape")
+@router.get("/runs/{run_id:path}", summary="One run in canonical shape", responses={404: {"description": "no such run"}})
 def get_run(run_id: str, session: SessionDep, user: ApiUser) -> dict[str, Any]:
     """The run as stored, in the canonical shape. For annotators, while labels are blind, the
     run's `audits` (machine judges' labels) are withheld, and the demo corpus's seeded truth
@@ -64,7 +73,16 @@ def get_run(run_id: str, session: SessionDep, user: ApiUser) -> dict[str, Any]:
         "or a multipart upload with field `file` (a JSON/JSONL file, an A2A wire log, or a zip of files or "
         "per-run directories). Each run is stored atomically; a rejected run leaves nothing behind. "
         "Query `replace=true` overwrites runs whose content changed. Answers "
-        "`{imported, unchanged, rejected, errors:[{location, message}]}`."),
+        "`{imported, unchanged, replaced, rejected, errors:[{location, message}], unused_files}`; a malformed "
+        "run is one entry of `errors` (and counted in `rejected`), not an HTTP error."),
+    openapi_extra={"requestBody": upload_request_body(
+        {"application/json": "a JSON array of canonical runs (or one run object)",
+         "application/x-ndjson": "JSON Lines: one canonical run a line"},
+        "Runs to import: a JSON array, JSON Lines, or a multipart upload (field `file`: JSON, JSON Lines, "
+        "an A2A wire log or a zip).")},
+    responses={403: {"description": "requires role admin or reviewer"},
+               413: {"description": "upload larger than MAX_UPLOAD_BYTES"},
+               422: {"description": "empty body, or a multipart upload without the field `file`"}},
 )
 async def import_runs(request: Request, user: ApiUser, replace: bool = False) -> dict[str, Any]:
     if user.role not in ("admin", "reviewer"):
