@@ -4,7 +4,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from fastapi import FastAPI, Request
-from fastapi.responses import JSONResponse, RedirectResponse
+from fastapi.responses import RedirectResponse
 from fastapi.staticfiles import StaticFiles
 from sqlalchemy.engine import Engine
 from starlette.middleware.sessions import SessionMiddleware
@@ -46,9 +46,11 @@ def create_app(engine: Engine | None = None, settings: Settings | None = None, c
     def healthz() -> dict:
         return {"status": "ok"}
 
+    from app.web.errors import install_error_pages
     from app.web.routes import include_routers
 
     include_routers(app)
+    install_error_pages(app)  # HTML error pages for browsers; the API keeps JSON {"detail": ...}
     return app
 
 

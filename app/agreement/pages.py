@@ -15,7 +15,7 @@ from fastapi.responses import RedirectResponse
 from sqlmodel import Session
 
 from app.agreement import adjudication, service
-from app.api.deps import SessionDep
+from app.api.deps import MAX_PAGE, SessionDep
 from app.reports.charts import heatmap
 from app.web.csrf import verify_form_csrf
 from app.web.deps import ReviewerPage
@@ -135,7 +135,7 @@ def disagreements_page(
     request: Request, session: SessionDep, user: ReviewerPage,
     taxonomy: str | None = None, family: str | None = None,
     annotators: Annotated[list[str] | None, Query()] = None, include_judges: bool = False,
-    page: Annotated[int, Query(ge=1)] = 1, page_size: Annotated[int, Query(ge=1, le=500)] = 50,
+    page: Annotated[int, Query(ge=1, le=MAX_PAGE)] = 1, page_size: Annotated[int, Query(ge=1, le=500)] = 50,
 ):
     """Runs ranked by disagreement, each annotator's labels side by side, links into the trace."""
     f = _filters(taxonomy, family, annotators, include_judges)
@@ -197,7 +197,7 @@ def adjudicate_page(request: Request, run_id: str, session: SessionDep, user: Re
     mode_names = {m["code"]: m["name"] for m in tview["modes"]}
     return render(request, "agreement/adjudicate.html", v=view, tax=tview, mode_names=mode_names,
                   run_url="/runs/" + quote(run.run_id, safe=""), post_url=_adjudicate_url(run.run_id, view["taxonomy"]),
-                  flash=request.session.pop("flash", None))
+                  flash=request.session.pop("flash", None), last=request.session.pop("adj_form", None) or {})
 
 
 _SPLIT = re.compile(r"[\s,;]+")
@@ -210,6 +210,24 @@ def _seqs(text: str | None) -> list[Any]:
         if tok:
             out.append(int(tok) if tok.lstrip("-").isdigit() else tok)
     return out
+
+
+#: the largest refused form kept in the (cookie) session to fill the form again
+MAX_KEPT_FORM_CHARS = 1500
+
+
+def _keep_form(request: Request, action: str, form: Any) -> None:
+    """Keep a refused add / edit / finish form in the session so the page shows it filled in
+    again (only when small: the session is a cookie)."""
+    if action not in ("add", "edit", "finish"):
+        return
+    kept = {"action": action, "gold_label_id": str(form.get("gold_label_id") or ""),
+            "label_mode": str(form.get("label_mode") or ""), "label_agent": str(form.get("label_agent") or ""),
+            "label_evidence": str(form.get("label_evidence") or ""),
+            "label_principals": [str(p) for p in form.getlist("label_principals")],
+            "rationale": str(form.get("rationale") or "")}
+    if sum(len(str(v)) for v in kept.values()) <= MAX_KEPT_FORM_CHARS:
+        request.session["adj_form"] = kept
 
 
 @router.post("/adjudicate/{run_id:path}", dependencies=CSRF)
@@ -245,6 +263,7 @@ async def adjudicate_post(request: Request, run_id: str, session: SessionDep, us
     except (adjudication.AdjudicationError, adjudication.AdjudicationLocked) as exc:
         session.rollback()
         request.session["flash"] = {"kind": "error", "text": str(exc)}
+        _keep_form(request, action, form)
         return RedirectResponse(url, status_code=303)
     request.session["flash"] = {"kind": "ok", "text": message[:1].upper() + message[1:] + "."}
     return RedirectResponse(url, status_code=303)

@@ -9,8 +9,18 @@ from fastapi import HTTPException, Request
 SAFE_METHODS = {"GET", "HEAD", "OPTIONS"}
 
 
+class CSRFError(HTTPException):
+    """403 for a missing or wrong CSRF token (an HTTPException, so the API still answers JSON)."""
+
+    def __init__(self) -> None:
+        super().__init__(403, "CSRF token missing or invalid: reload the page and try again")
+
+
 def csrf_token(request: Request) -> str:
-    """The session's CSRF token, created on first use."""
+    """The session's CSRF token, created on first use ("" outside the session middleware, e.g. on
+    the 500 page)."""
+    if "session" not in request.scope:
+        return ""
     token = request.session.get("csrf")
     if not token:
         token = secrets.token_urlsafe(32)
@@ -21,7 +31,7 @@ def csrf_token(request: Request) -> str:
 def check_csrf(request: Request, submitted: str | None) -> None:
     expected = request.session.get("csrf")
     if not expected or not submitted or not hmac.compare_digest(str(expected), str(submitted)):
-        raise HTTPException(403, "CSRF token missing or invalid: reload the page and try again")
+        raise CSRFError()
 
 
 async def verify_form_csrf(request: Request) -> None:

@@ -8,7 +8,7 @@ from fastapi import APIRouter, HTTPException, Query, Request
 from sqlmodel import Session, select
 
 from app.annotations.models import Annotation, Assignment
-from app.api.deps import SessionDep
+from app.api.deps import MAX_PAGE, SessionDep
 from app.auth.models import User
 from app.runs import service as runs_service
 from app.runs.models import Agent, Run, Scenario
@@ -50,7 +50,7 @@ def runs_page(
     request: Request, session: SessionDep, user: PageUser,
     family: str | None = None, alignment: str | None = None, status: str | None = None,
     scenario: str | None = None, model: str | None = None, harness: str | None = None,
-    page: Annotated[int, Query(ge=1)] = 1, page_size: Annotated[int, Query(ge=1, le=500)] = 50,
+    page: Annotated[int, Query(ge=1, le=MAX_PAGE)] = 1, page_size: Annotated[int, Query(ge=1, le=500)] = 50,
 ):
     """All runs with filters (family, alignment, status, scenario, model, harness) and paging."""
     values = {"family": family, "alignment": alignment, "status": status, "scenario": scenario,
@@ -131,6 +131,9 @@ def run_page(request: Request, run_id: str, session: SessionDep, user: PageUser,
     """One run: scenario, principals and outcomes, lanes per agent, private state, reachability,
     and the labeling panel. Other annotators' labels (and machine audits) are shown to reviewers
     and admins only, never to annotators (blind mode); the demo truth to admins only."""
+    from fastapi.encoders import jsonable_encoder
+
+    from app.annotations.service import annotations_to_api, find_annotation, is_adjudicated
     from app.core.config import get_settings
 
     run = runs_service.get_run(session, run_id)
@@ -147,12 +150,16 @@ def run_page(request: Request, run_id: str, session: SessionDep, user: PageUser,
     is_reviewer = user.role in ("admin", "reviewer")
     others = []
     if is_reviewer:
-        from app.annotations.service import annotations_to_api, list_annotations
+        from app.annotations.service import list_annotations
 
         _, rows = list_annotations(session, user, run_id=run.run_id, taxonomy=tview["ref"], page_size=200)
         others = [a for a in annotations_to_api(session, rows) if a["annotator"] != user.username]
+    # the caller's own annotation goes in the page: no extra request, no 404 in the console
+    own = find_annotation(session, user, run, tax)
     config = {
         "run_id": view["run_id"], "taxonomy": tview["ref"],
+        "mine": jsonable_encoder(annotations_to_api(session, [own])[0]) if own is not None else None,
+        "locked": is_adjudicated(session, run, tax),
         "modes": [{"code": m["code"], "name": m["name"], "category": m["category"]} for m in tview["modes"]],
         "categories": [{"code": c["code"], "name": c["name"]} for c in tview["categories"]],
         "agents": [{"id": a["id"], "principal": a["principal"], "principal_name": a["principal_name"]}
@@ -162,3 +169,4 @@ def run_page(request: Request, run_id: str, session: SessionDep, user: PageUser,
     }
     return render(request, "run.html", t=view, tax=tview, config=config, show_audits=is_reviewer,
                   others=others, is_admin=user.role == "admin")
+

@@ -1,9 +1,14 @@
 /* a2annotate labeling panel: labels, evidence, drafts, submit, next run, time on task, keyboard.
  *
  * Talks to the JSON API with the session cookie and the X-CSRF-Token header:
- *   GET  /api/v1/annotations/mine?run_id=&taxonomy=   the caller's annotation (404: none yet)
+ *   GET  /api/v1/annotations/mine?run_id=&taxonomy=   the caller's annotation (404: none yet); only
+ *                                                     when the page did not embed it (cfg.mine)
  *   POST /api/v1/annotations                          save a draft (autosave) or submit
  *   GET  /api/v1/queue/next                           {"run_id"} of the next run (404: queue empty)
+ *   GET  /login                                       its <meta name="csrf-token">: the session's current
+ *                                                     token after a 403 naming CSRF (one retry)
+ * A 401 (the session ended) says to log in again in another tab; the labels stay on the page and
+ * are saved on the next change. cfg.locked (the run is adjudicated) makes the panel read-only.
  * Every piece of user data is put in the page with textContent / value, never as HTML.
  */
 (function () {
@@ -185,7 +190,11 @@
       $labels.appendChild(card);
     });
     $noFail.checked = state.noFailure;
-    $noFail.disabled = state.labels.length > 0;
+    $noFail.disabled = state.labels.length > 0 || !!cfg.locked;
+    if (cfg.locked) {
+      $labels.querySelectorAll("select, textarea, input").forEach(function (c) { c.disabled = true; });
+      $labels.querySelectorAll('[data-act="remove"], [data-act="rm-ev"]').forEach(function (c) { c.hidden = true; });
+    }
     $noFail.parentNode.title = state.labels.length ? "Remove the labels first" : "";
     if (!state.labels.length && !state.noFailure) {
       $labels.appendChild(el("p", { "class": "small muted empty" },
@@ -240,6 +249,15 @@
     return JSON.stringify(d || body);
   }
   function showServerError(status, body) {
+    if (status === 401) {
+      clearCardErrors();
+      showErrors(["You are logged out (the session ended), so this was not saved. Your labels are still on this page: " +
+                  "log in again in another tab, then come back and press Submit (or change anything) to save them."]);
+      $errors.appendChild(el("a", { href: "/login?next=" + encodeURIComponent("/runs/" + cfg.run_id), target: "_blank",
+                                    rel: "noopener" }, "Log in again (new tab)"));
+      setSave("not saved: logged out", "bad");
+      return;
+    }
     var msg = detailText(body);
     var m = /labels\[(\d+)\]/.exec(msg);
     var i = m ? (sentIdx[Number(m[1])] !== undefined ? sentIdx[Number(m[1])] : Number(m[1])) : -1;
@@ -250,7 +268,7 @@
   }
 
   // ---------------------------------------------------------------- API
-  function api(method, url, body, keepalive) {
+  function send(method, url, body, keepalive) {
     var opts = { method: method, credentials: "same-origin",
                  headers: { "Accept": "application/json", "X-CSRF-Token": csrf } };
     if (body !== undefined) { opts.headers["Content-Type"] = "application/json"; opts.body = JSON.stringify(body); }
@@ -261,6 +279,24 @@
         try { j = t ? JSON.parse(t) : null; } catch (e) { j = { detail: t }; }
         return { status: r.status, ok: r.ok, body: j };
       });
+    });
+  }
+  /* A 403 naming CSRF means this page's token is stale (the user logged in again in another tab):
+     fetch the session's current token once and repeat the request. */
+  function api(method, url, body, keepalive) {
+    return send(method, url, body, keepalive).then(function (r) {
+      var d = r.body && typeof r.body.detail === "string" ? r.body.detail : "";
+      if (r.status !== 403 || d.indexOf("CSRF") === -1 || method === "GET") return r;
+      // the login page is the cheapest page that carries the session's token in its <meta>
+      return fetch("/login", { credentials: "same-origin", headers: { "Accept": "text/html" } })
+        .then(function (x) { return x.ok ? x.text() : ""; })
+        .then(function (html) {
+          var m = /<meta name="csrf-token" content="([^"]+)"/.exec(html);
+          if (!m || m[1] === csrf) return r;
+          csrf = m[1];
+          if (csrfMeta) csrfMeta.setAttribute("content", csrf);
+          return send(method, url, body, keepalive);
+        }, function () { return r; });
     });
   }
 
@@ -282,6 +318,7 @@
 
   var saveTimer = null, inFlight = null, again = false;
   function changed() {
+    if (cfg.locked) return;
     state.dirty = true;
     if (state.status === "submitted") {
       state.editedAfterSubmit = true;
@@ -346,6 +383,7 @@
   }
 
   function submit() {
+    if (refuseLocked()) return Promise.resolve(null);
     var problems = validateForSubmit();
     if (problems.length) { showErrors(problems); setSave("not submitted", "bad"); return Promise.resolve(null); }
     clearTimeout(saveTimer);
@@ -402,6 +440,13 @@
   // ---------------------------------------------------------------- label operations
   function active() { return state.labels[state.active] || null; }
 
+  /* The run is adjudicated under this taxonomy version: nothing can change (the server says 409). */
+  function refuseLocked() {
+    if (!cfg.locked) return false;
+    flashMsg("This run is adjudicated: its labels are final and can no longer change. Press ] for the next run.");
+    return true;
+  }
+
   function addLabel(init) {
     state.labels.push(newLabel(init));
     state.active = state.labels.length - 1;
@@ -417,6 +462,7 @@
   }
 
   function attach(seq) {
+    if (refuseLocked()) return;
     if (seq === null || seq === undefined) { flashMsg("Focus an event first: j / k, or click it."); return; }
     var l = active();
     if (!l) {
@@ -431,6 +477,7 @@
   }
 
   function setMode(code) {
+    if (refuseLocked()) return;
     var l = active() || addLabel();
     l.mode = code;
     touch(l);
@@ -439,6 +486,7 @@
   }
 
   function cycleAgent() {
+    if (refuseLocked()) return;
     var l = active();
     if (!l) { flashMsg("No active label: press n first."); return; }
     if (!cfg.agents.length) return;
@@ -471,6 +519,7 @@
     if (!a) return;
     var act = a.getAttribute("data-act");
     if (act === "activate") { renderLabels(); }
+    else if ((act === "remove" || act === "rm-ev") && refuseLocked()) { return; }
     else if (act === "remove") {
       state.labels.splice(i, 1);
       if (state.active >= state.labels.length) state.active = state.labels.length - 1;
@@ -482,7 +531,7 @@
       touch(l);
       renderLabels();
       changed();
-    } else if (act === "new-label") { addLabel(); openPicker(""); }
+    } else if (act === "new-label") { if (!refuseLocked()) { addLabel(); openPicker(""); } }
     else if (act === "submit") { submit(); }
     else if (act === "next-run") { nextRun(); }
     else if (act === "shortcuts") { openOverlay($shortcuts); }
@@ -548,6 +597,7 @@
                         vis[pickIdx].scrollIntoView({ block: "nearest" }); }
   }
   function openPicker(prefix) {
+    if (refuseLocked()) return;
     if (!active()) addLabel();
     document.getElementById("picker-label-n").textContent = "L" + (state.active + 1);
     openOverlay($picker);
@@ -639,7 +689,7 @@
     if (k === "j") T.move(1);
     else if (k === "k") T.move(-1);
     else if (k === "x") attach(T.focusedSeq());
-    else if (k === "n") { addLabel(); openPicker(""); }
+    else if (k === "n") { if (!refuseLocked()) { addLabel(); openPicker(""); } }
     else if (k === "m") openPicker("");
     else if (/^[1-9]$/.test(k)) { var p = categoryPrefix(Number(k)); if (p !== null) openPicker(p); else handled = false; }
     else if (k === "a") cycleAgent();
@@ -677,7 +727,9 @@
 
   function load() {
     var url = "/api/v1/annotations/mine?run_id=" + encodeURIComponent(cfg.run_id) + "&taxonomy=" + encodeURIComponent(cfg.taxonomy);
-    return api("GET", url).then(function (r) {
+    var got = "mine" in cfg ? Promise.resolve(cfg.mine ? { ok: true, status: 200, body: cfg.mine } : { ok: false, status: 404, body: null })
+                            : api("GET", url);
+    return got.then(function (r) {
       if (r.ok && r.body) {
         var a = r.body;
         state.labels = (a.labels || []).map(newLabel);
@@ -687,14 +739,17 @@
         state.status = a.status || "draft";
         state.baseMs = a.time_ms || 0;
         $note.value = state.note;
-        if (state.status === "submitted") {
+        if (cfg.locked) {
+          setSave(state.status === "submitted" ? "submitted; the run is adjudicated (read-only)"
+                                               : "draft; the run is adjudicated (read-only)", "ok");
+        } else if (state.status === "submitted") {
           panel.classList.add("submitted");
           setSave("submitted earlier: edit and press Submit to update", "ok");
         } else {
           setSave("draft loaded", "");
         }
       } else if (r.status === 404) {
-        setSave("not started", "");
+        setSave(cfg.locked ? "the run is adjudicated (read-only)" : "not started", "");
       } else {
         showServerError(r.status, r.body);
       }
@@ -705,6 +760,12 @@
       setSave("could not load your labels (network)", "bad");
       renderLabels();
     });
+  }
+  if (cfg.locked) {
+    $note.disabled = true;
+    $submit.disabled = true;
+    $submit.title = "The run is adjudicated: its labels can no longer change";
+    panel.classList.add("locked");
   }
   renderLabels();
   load();
