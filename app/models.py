@@ -1,8 +1,9 @@
 """Import every table so SQLModel.metadata is complete (Alembic and tests use this)."""
+from sqlmodel import SQLModel
+
 from app.annotations.models import Annotation, AppSetting, Assignment, GoldLabel, GoldRun, Label  # noqa: F401
 from app.auth.models import ApiToken, User  # noqa: F401
 from app.runs.models import Agent, Audit, Event, Principal, Run, Scenario  # noqa: F401
 from app.taxonomies.models import Taxonomy  # noqa: F401
-from sqlmodel import SQLModel
 
 metadata = SQLModel.metadata

@@ -27,7 +27,7 @@ def main() -> None:
 
     sections = [("Import", bench_import.main), ("Agreement", bench_agreement.main)]
     out = ["# Benchmark results", "",
-           f"Measured {dt.datetime.now(dt.timezone.utc):%Y-%m-%d %H:%M} UTC on: {machine()}.", "",
+           f"Measured {dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC on: {machine()}.", "",
            "Machines here are shared and noisy: read the ratio column (against a baseline measured in the "
            "same run), not the absolute seconds.", ""]
     for title, fn in sections:

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Optional
+from typing import Any
 
 from sqlalchemy import JSON, Column, UniqueConstraint
 from sqlmodel import Field, SQLModel
@@ -13,11 +13,11 @@ from app.runs.models import utcnow
 class Taxonomy(SQLModel, table=True):
     __tablename__ = "taxonomy"
     __table_args__ = (UniqueConstraint("key", "version"), UniqueConstraint("key", "content_hash"))
-    id: Optional[int] = Field(default=None, primary_key=True)
+    id: int | None = Field(default=None, primary_key=True)
     key: str = Field(max_length=100, index=True)
     version: int
     name: str = Field(max_length=300)
     content_hash: str = Field(max_length=64)
     definition: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
-    source_file: Optional[str] = Field(default=None, max_length=500)
+    source_file: str | None = Field(default=None, max_length=500)
     created_at: datetime = Field(default_factory=utcnow)

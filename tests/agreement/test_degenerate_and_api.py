@@ -211,7 +211,9 @@ def test_bootstrap_deterministic_and_seeded(coefficient):
 def test_bootstrap_interval_width_shrinks_with_confidence_and_data():
     small = random_ratings(9, 40, 3, (0, 1), 0.1)
     big = random_ratings(9, 1000, 3, (0, 1), 0.1)
-    w = lambda r: r.ci[1] - r.ci[0]
+    def w(r):
+        return r.ci[1] - r.ci[0]
+
     a95 = compute("krippendorff_alpha", small, n_boot=300)
     a80 = compute("krippendorff_alpha", small, n_boot=300, confidence=0.8)
     assert w(a80) < w(a95)
