@@ -59,7 +59,11 @@ def authenticate(session: Session, username: str, password: str) -> User | None:
 
 
 def create_token(session: Session, user: User, name: str | None = None) -> str:
-    """Create an API token for `user`; returns the token text (only time it is visible)."""
+    """Create an API token for `user`; returns the token text (only time it is visible).
+
+    Automated judges (`judge:<source>`) get none: their labels arrive with runs or import-labels."""
+    if user.kind != "human":
+        raise AuthError(f"{user.username!r} is an automated judge, not a person: it cannot hold API tokens")
     token = new_token()
     session.add(ApiToken(user_id=user.id, name=name, token_hash=hash_token(token), prefix=token[:8]))
     session.flush()

@@ -48,7 +48,8 @@ def report_text(report: dict[str, Any], gold: dict[str, Any] | None = None) -> s
     who = ", ".join(f"{a}{' (judge)' if kinds.get(a) == 'judge' else ''}" for a in report["annotators"]) or "none"
     out = [
         f"Agreement under {report['taxonomy']}" + (f", family {report['family']}" if report.get("family") else "")
-        + f"; level {report['level']}: {report['n_units']} units from {report['n_runs']} runs.",
+        + f"; level {report['level']}: {report['n_units']} units from {report['n_runs']} submitted runs "
+        "(a coefficient counts only units rated by at least two annotators).",
         f"Annotators: {who}.",
         f"Intervals: {s['confidence']:.0%} bootstrap percentile over {s['n_boot']} resamples of runs (seed {s['seed']}).",
         "",

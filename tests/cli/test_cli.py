@@ -86,3 +86,14 @@ def test_progress_total_is_counted_up_front(tmp_path):
     writers.write_json_array(runs, tmp_path / "b.json")
     assert estimate_runs([str(tmp_path / "a.jsonl"), str(tmp_path / "tree")]) == 7
     assert estimate_runs([str(tmp_path / "b.json")]) is None  # an array is not counted before streaming it
+
+
+def test_judges_cannot_hold_tokens(fresh_db, tmp_path):
+    assert run_cli(["db", "upgrade"], fresh_db).returncode == 0
+    runs = [d.run for d in generate_runs(30, 1) if d.run["audits"]][:1]
+    path = tmp_path / "r.jsonl"
+    path.write_text(json.dumps(runs[0]) + "\n")
+    assert run_cli(["import", str(path)], fresh_db).returncode == 0
+    judge = f"judge:{runs[0]['audits'][0]['source']}"
+    r = run_cli(["tokens", "create", judge], fresh_db)
+    assert r.returncode == 1 and "automated judge" in r.stderr and len(r.stderr.strip().splitlines()) == 1
