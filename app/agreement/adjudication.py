@@ -33,6 +33,7 @@ from sqlmodel import Session
 from app.annotations.models import Annotation, GoldLabel, GoldRun, Label
 from app.annotations.service import AnnotationError, RunContext, validate_labels
 from app.auth.models import User
+from app.core.errors import FieldError
 from app.runs.models import Agent, Principal, Run, utcnow
 from app.taxonomies.models import Taxonomy
 
@@ -61,13 +62,8 @@ ACTIONS = ("accept", "undo", "restore", "add", "edit", "merge", "remove", "finis
 GOLD_LABEL_KEYS = ("mode", "agent", "principals", "evidence")
 
 
-class AdjudicationError(ValueError):
+class AdjudicationError(FieldError):
     """Bad adjudication input; ``field`` names the offending value (``label.agent``, ``rationale``)."""
-
-    def __init__(self, field: str, message: str):
-        self.field = field
-        self.message = message
-        super().__init__(f"{field}: {message}")
 
 
 class AdjudicationLocked(RuntimeError):

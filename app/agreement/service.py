@@ -36,6 +36,7 @@ from app.agreement.units import (
 )
 from app.annotations.models import Annotation, GoldLabel, GoldRun, Label
 from app.auth.models import User
+from app.core.errors import FieldError
 from app.runs.models import Agent, Run, Scenario
 from app.taxonomies.models import Taxonomy
 
@@ -63,13 +64,8 @@ LABEL_COLUMNS: tuple[str, ...] = ("annotator", "kind", "run_id", "mode", "catego
 MAX_N_BOOT = 10_000
 
 
-class AgreementError(ValueError):
+class AgreementError(FieldError):
     """A bad agreement request; ``field`` names the parameter (``taxonomy``, ``annotators``, ...)."""
-
-    def __init__(self, field: str, message: str):
-        self.field = field
-        self.message = message
-        super().__init__(f"{field}: {message}")
 
 
 @dataclass

@@ -17,6 +17,7 @@ from sqlmodel import Session, select
 from app.annotations.models import Annotation, GoldRun, Label
 from app.auth.models import User
 from app.auth.service import judge_user
+from app.core.errors import FieldError
 from app.runs.models import Agent, Event, Principal, Run, utcnow
 from app.taxonomies.models import Taxonomy
 
@@ -76,13 +77,8 @@ STATUSES = ("draft", "submitted")
 LABEL_KEYS = ("mode", "agent", "principals", "evidence", "note", "confidence", "time_ms")
 
 
-class AnnotationError(ValueError):
+class AnnotationError(FieldError):
     """Bad annotation input. `field` is the path of the offending value (e.g. `labels[1].agent`)."""
-
-    def __init__(self, field: str, message: str):
-        self.field = field
-        self.message = message
-        super().__init__(f"{field}: {message}")
 
 
 class NotFoundError(LookupError):

@@ -26,6 +26,7 @@ from sqlmodel import Session
 
 from app.annotations.models import Annotation, GoldLabel, GoldRun, Label
 from app.auth.models import User
+from app.core.errors import FieldError
 from app.reports.outcomes import (
     AGENT_COLUMNS,
     BLIND_SPOT_RATE_GROUPINGS,
@@ -73,13 +74,8 @@ CROSSPLAY_VALUES: tuple[str, ...] = ("a_mean_score", "b_mean_score", "a_success_
 BLIND_SPOT_RATE_BY: tuple[str, ...] = ("family", "model", "alignment")
 
 
-class ReportError(ValueError):
+class ReportError(FieldError):
     """A bad report request; ``field`` names the parameter (``taxonomy``, ``source``, ...)."""
-
-    def __init__(self, field: str, message: str):
-        self.field = field
-        self.message = message
-        super().__init__(f"{field}: {message}")
 
 
 @dataclass
