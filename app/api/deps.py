@@ -11,6 +11,7 @@ from sqlmodel import Session
 
 from app.auth.models import User
 from app.auth.service import user_for_token
+from app.core.db import session_scope
 from app.web.csrf import SAFE_METHODS, check_csrf
 
 #: highest page number the list endpoints accept (keeps the SQL offset within a 64-bit integer)
@@ -24,16 +25,11 @@ def get_session(request: Request) -> Iterator[Session]:
 
     A value the database cannot hold or compare (a NUL character in a text on PostgreSQL, an
     integer beyond the column's range) answers 422 with the reason instead of a server error."""
-    with Session(request.app.state.engine) as session:
-        try:
+    try:
+        with session_scope(request.app.state.engine) as session:
             yield session
-            session.commit()
-        except (DataError, OverflowError) as exc:
-            session.rollback()
-            raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, invalid_value_detail(exc)) from None
-        except Exception:
-            session.rollback()
-            raise
+    except (DataError, OverflowError) as exc:
+        raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, invalid_value_detail(exc)) from None
 
 
 def invalid_value_detail(exc: BaseException) -> str:

@@ -106,15 +106,26 @@ def list_runs(session: Session, f: RunFilter, page: int = 1, page_size: int = 50
     return total, list(rows)
 
 
-def run_summary(session: Session, run: Run) -> dict[str, Any]:
-    sc = dict(run.scenario_override) if run.scenario_override is not None else (
-        scenario_dict(s) if (s := session.get(Scenario, run.scenario_id)) is not None else {})
-    agents = session.exec(select(Agent).where(Agent.run_pk == run.id).order_by(Agent.position)).all()
-    return {
-        "run_id": run.run_id, "scenario_id": run.scenario_id, "family": sc.get("family"),
-        "alignment": sc.get("alignment"), "title": sc.get("title"),
-        "status": run.status, "aggregate_score": run.aggregate_score, "n_events": run.n_events,
-        "agents": [{"id": a.agent_id, "principal": a.principal_id, "model": a.model, "harness": a.harness}
-                   for a in agents],
-        "started_at": run.started_at, "imported_at": run.imported_at.isoformat() if run.imported_at else None,
-    }
+def run_summaries(session: Session, runs: list[Run]) -> list[dict[str, Any]]:
+    """List-view summaries of `runs`: scenario title/family/alignment and agents, read in one query each."""
+    pks = [r.id for r in runs]
+    agents: dict[int, list[Agent]] = {pk: [] for pk in pks}
+    if pks:
+        for a in session.exec(select(Agent).where(Agent.run_pk.in_(pks)).order_by(Agent.run_pk, Agent.position)):
+            agents[a.run_pk].append(a)
+    ids = {r.scenario_id for r in runs if r.scenario_override is None}
+    scenarios = {sc.id: scenario_dict(sc) for sc in session.exec(select(Scenario).where(Scenario.id.in_(ids)))} \
+        if ids else {}
+    out = []
+    for run in runs:
+        sc = dict(run.scenario_override) if run.scenario_override is not None else scenarios.get(run.scenario_id, {})
+        out.append({
+            "run_id": run.run_id, "scenario_id": run.scenario_id, "family": sc.get("family"),
+            "alignment": sc.get("alignment"), "title": sc.get("title"),
+            "status": run.status, "aggregate_score": run.aggregate_score, "n_events": run.n_events,
+            "agents": [{"id": a.agent_id, "principal": a.principal_id, "model": a.model, "harness": a.harness}
+                       for a in agents[run.id]],
+            "started_at": run.started_at,
+            "imported_at": run.imported_at.isoformat() if run.imported_at else None,
+        })
+    return out

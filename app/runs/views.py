@@ -44,7 +44,7 @@ def list_runs(
                           alignment=alignment, annotated_by=annotated_by)
     total, rows = service.list_runs(session, f, page, page_size)
     return {"total": total, "page": page, "page_size": page_size,
-            "items": [service.run_summary(session, r) for r in rows]}
+            "items": service.run_summaries(session, rows)}
 
 
 @router.get("/runs/{run_id:path}", summary="One run in canonical shape", responses={404: {"description": "no such run"}})

@@ -58,7 +58,7 @@ def runs_page(
     values = {k: (v.strip() or None) if isinstance(v, str) else None for k, v in values.items()}
     f = runs_service.RunFilter(**values)
     total, rows = runs_service.list_runs(session, f, page, page_size)
-    summaries = [runs_service.run_summary(session, r) for r in rows]
+    summaries = runs_service.run_summaries(session, rows)
     mine = {}
     if rows:
         for run_pk, st in session.exec(select(Annotation.run_pk, Annotation.status).where(
