@@ -286,13 +286,7 @@ def add_label(session: Session, gold: GoldRun, run: Run, tax: Taxonomy, label: A
     if existing is not None and existing.accepted:
         raise AdjudicationError("label.mode", f"gold label {existing.id} already has mode {clean['mode']} and agent "
                                               f"{clean['agent']}: edit it instead")
-    g = existing or GoldLabel(gold_run_id=gold.id, mode=clean["mode"], agent=clean["agent"])
-    g.principals, g.evidence = clean["principals"], clean["evidence"]
-    g.origin, g.accepted, g.created_by = "adjudication", True, reviewer.id
-    g.rationale = _text(rationale, "rationale")
-    session.add(g)
-    session.flush()
-    return g
+    return _store_adjudicated(session, gold, existing, clean, reviewer, rationale)
 
 
 def edit_label(session: Session, gold: GoldRun, run: Run, tax: Taxonomy, gold_label_id: Any, label: Any,
@@ -347,8 +341,14 @@ def merge_labels(session: Session, gold: GoldRun, run: Run, tax: Taxonomy, label
     given.setdefault("evidence", sorted({s for p in picked for s in p["evidence"]}))
     given.setdefault("principals", sorted({s for p in picked for s in p["principals"]}))
     clean = _clean_label(session, run, tax, given)
-    g = _find_gold(session, gold, clean["mode"], clean["agent"]) or GoldLabel(
-        gold_run_id=gold.id, mode=clean["mode"], agent=clean["agent"])
+    return _store_adjudicated(session, gold, _find_gold(session, gold, clean["mode"], clean["agent"]), clean,
+                              reviewer, rationale)
+
+
+def _store_adjudicated(session: Session, gold: GoldRun, existing: GoldLabel | None, clean: dict,
+                       reviewer: User, rationale: str | None) -> GoldLabel:
+    """Write `clean` (a checked label) into `existing` or a new gold label, as accepted adjudication."""
+    g = existing or GoldLabel(gold_run_id=gold.id, mode=clean["mode"], agent=clean["agent"])
     g.principals, g.evidence = clean["principals"], clean["evidence"]
     g.origin, g.accepted, g.created_by = "adjudication", True, reviewer.id
     g.rationale = _text(rationale, "rationale")
