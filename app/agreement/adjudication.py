@@ -91,7 +91,8 @@ def submitted_labels(session: Session, run: Run, tax: Taxonomy) -> list[dict[str
     out = {aid: {"annotator": name, "kind": "judge" if kind == "judge" else "human", "no_failure": bool(nf),
                  "labels": []} for aid, nf, name, kind in anns}
     if out:
-        for lab in session.execute(select(Label).where(Label.annotation_id.in_(list(out))).order_by(Label.id)).scalars():
+        for lab in session.execute(select(Label).where(Label.annotation_id.in_(list(out)), Label.mode.is_not(None))
+                                   .order_by(Label.id)).scalars():  # attribution-only labels have no mode to adjudicate
             out[lab.annotation_id]["labels"].append({
                 "id": lab.id, "mode": lab.mode, "agent": lab.agent or None, "principals": list(lab.principals or []),
                 "evidence": sorted(set(lab.evidence or [])), "note": lab.note, "confidence": lab.confidence})

@@ -31,6 +31,7 @@ from app.agreement.units import (
     BINARY,
     agreement_report,
     agreement_with_reference,
+    attribution_agreement,
     build_matrices,
     disagreement_ranking,
 )
@@ -46,6 +47,7 @@ __all__ = [
     "AgreementData",
     "AgreementError",
     "agreement_payload",
+    "attribution_payload",
     "check_level",
     "check_n_boot",
     "disagreements_payload",
@@ -60,6 +62,8 @@ __all__ = [
 LEVELS: tuple[str, ...] = ("run", "agent")
 #: Columns of :attr:`AgreementData.labels`.
 LABEL_COLUMNS: tuple[str, ...] = ("annotator", "kind", "run_id", "mode", "category", "agent", "evidence")
+#: Columns of :attr:`AgreementData.attributions`.
+ATTRIBUTION_COLUMNS: tuple[str, ...] = ("annotator", "kind", "run_id", "agent", "evidence")
 #: Largest bootstrap size a request may ask for.
 MAX_N_BOOT = 10_000
 
@@ -88,6 +92,8 @@ class AgreementData:
     gold_labels: pd.DataFrame
     gold_runs: list[str]
     kinds: dict[str, str] = field(default_factory=dict)
+    #: attribution-only labels (no mode): ``annotator, kind, run_id, agent, evidence``
+    attributions: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=list(ATTRIBUTION_COLUMNS)))
     family: str | None = None
     include_judges: bool = False
     annotators_filter: list[str] | None = None
@@ -203,6 +209,7 @@ def load_agreement_data(session: Session, *, taxonomy: str | None = None, family
             kinds[name] = kind
             sub_rows.append((name, kind, runs[pk]))
     label_rows: list[tuple] = []
+    attribution_rows: list[tuple] = []
     for pk, name, kind, mode, agent, evidence in session.execute(
         select(Annotation.run_pk, User.username, User.kind, Label.mode, Label.agent, Label.evidence)
         .join(Annotation, Annotation.id == Label.annotation_id).join(User, User.id == Annotation.user_id)
@@ -211,6 +218,9 @@ def load_agreement_data(session: Session, *, taxonomy: str | None = None, family
         if pk in runs and keep_user(name, kind) and mode in cats:
             label_rows.append((name, "judge" if kind == "judge" else "human", runs[pk], mode, cats[mode],
                                agent or None, sorted({int(s) for s in (evidence or [])})))
+        elif pk in runs and keep_user(name, kind) and mode is None:
+            attribution_rows.append((name, "judge" if kind == "judge" else "human", runs[pk], agent or None,
+                                     sorted({int(s) for s in (evidence or [])})))
     agent_rows = [(runs[pk], aid) for pk, aid in session.execute(
         select(Agent.run_pk, Agent.agent_id).order_by(Agent.run_pk, Agent.position)) if pk in runs]
     gold_runs = sorted({runs[pk] for (pk,) in session.execute(
@@ -233,6 +243,7 @@ def load_agreement_data(session: Session, *, taxonomy: str | None = None, family
         gold_labels=pd.DataFrame(gold_rows, columns=["run_id", "mode", "agent", "evidence", "origin"]),
         gold_runs=gold_runs, kinds=kinds, family=family, include_judges=bool(include_judges),
         annotators_filter=wanted,
+        attributions=pd.DataFrame(attribution_rows, columns=list(ATTRIBUTION_COLUMNS)),
     )
 
 
@@ -266,6 +277,8 @@ def _header(data: AgreementData) -> dict[str, Any]:
         "annotator_kinds": {a: data.kinds.get(a, "human") for a in data.annotators},
         "n_labels": len(data.labels),
         "n_submissions": len(data.submissions),
+        "labels_without_agent": int(data.labels["agent"].isna().sum()) if len(data.labels) else 0,
+        "labels_without_mode": len(data.attributions),
     }
 
 
@@ -274,14 +287,30 @@ def agreement_payload(data: AgreementData, *, level: str = "run", n_boot: int = 
     """Returns the agreement report (see :func:`app.agreement.units.agreement_report`: ``modes``,
     ``categories``, ``overall`` with every coefficient ``{"value", "n_units", "ci", "reason"?}``,
     ``prevalence``, ``kappa_paradox`` and ``advice`` per row, ``pairwise_cohen``,
-    ``blame_agreement``, ``evidence_overlap``) plus ``taxonomy``, ``family``, ``include_judges``,
-    ``annotators_filter``, ``annotator_kinds``, ``n_labels`` and ``n_submissions``."""
+    ``blame_agreement``, ``evidence_overlap``, ``attribution_agreement`` with k=1, without
+    ``per_run``) plus ``taxonomy``, ``family``, ``include_judges``, ``annotators_filter``,
+    ``annotator_kinds``, ``n_labels``, ``n_submissions``, ``labels_without_agent`` (mode labels
+    naming no responsible agent: trace-level, counted in mode agreement, left out of blame
+    agreement) and ``labels_without_mode`` (attribution-only labels)."""
     check_level(level)
     check_n_boot(n_boot)
     report = agreement_report(
         data.labels, data.submissions, data.modes, data.mode_category, data.agents,
         level=level, n_boot=n_boot, seed=seed, confidence=confidence)
-    return {**_header(data), **report}
+    attribution = attribution_agreement(data.attributions, data.submissions, k=1)
+    attribution.pop("per_run")
+    return {**_header(data), **report, "attribution_agreement": attribution}
+
+
+def attribution_payload(data: AgreementData, *, k: int = 1) -> dict[str, Any]:
+    """Returns the attribution agreement of the attribution-only labels (no mode; e.g. Who&When's
+    mistake agent and step), see :func:`app.agreement.units.attribution_agreement`: ``agent``,
+    ``step_exact``, ``step_within_k``, ``agent_and_step`` (each ``{n_pairs, n_agree,
+    proportion}``), ``k``, ``n_runs``, ``per_run`` plus the header keys (``labels_without_agent``,
+    ``labels_without_mode``, ...)."""
+    if isinstance(k, bool) or not isinstance(k, int) or not 0 <= k <= 1_000_000:
+        raise AgreementError("k", f"must be a whole number >= 0, got {k!r}")
+    return {**_header(data), **attribution_agreement(data.attributions, data.submissions, k=k)}
 
 
 def gold_payload(data: AgreementData, *, n_boot: int = 0, seed: int = 0, confidence: float = 0.95) -> dict[str, Any]:

@@ -37,6 +37,10 @@ Report definitions
   sets (union over their labels of that mode); pairs where neither cited evidence are excluded
   (counted as ``n_pairs_without_evidence``).
 
+* attribution agreement (:func:`attribution_agreement`): over labels that name who and when
+  without a mode (e.g. Who&When), whether two annotators name the same agent(s), the same step
+  (earliest evidence seq), a step at most ``k`` apart.
+
 All functions return plain dicts/lists of str/int/float/bool/None (JSON-ready, NaN -> None).
 """
 
@@ -61,6 +65,7 @@ __all__ = [
     "LabelMatrices",
     "agreement_report",
     "agreement_with_reference",
+    "attribution_agreement",
     "build_matrices",
     "disagreement_ranking",
     "mode_sets",
@@ -632,3 +637,81 @@ def agreement_with_reference(
             }
         )
     return {"n_reference_runs": len(gold_runs), "annotators": rows}
+
+
+# --------------------------------------------------------------------------------------------
+# attribution agreement (who and when, no mode)
+
+
+def _first_step(evidence: Any) -> int | None:
+    steps = [int(s) for s in _as_set(evidence) if isinstance(s, (int, np.integer))]
+    return min(steps) if steps else None
+
+
+def attribution_agreement(attributions: pd.DataFrame, submissions: pd.DataFrame, *, k: int = 1) -> dict[str, Any]:
+    """Agreement on attribution labels (who failed and when, e.g. Who&When's mistake agent and step).
+
+    ``attributions`` has columns ``annotator, run_id, agent, evidence`` (one row per label;
+    ``evidence`` a list of event seqs). An annotator's attribution of a run is the set of agents
+    it named and its *step*, the earliest evidence seq over its labels (the decisive mistake).
+    Only submitted (annotator, run) pairs count. Over every two annotators who both attributed a
+    run: ``agent`` (same set of agents), ``step_exact`` (same step), ``step_within_k`` (steps at
+    most ``k`` apart) and ``agent_and_step`` (same agents and same step), each ``{"n_pairs",
+    "n_agree", "proportion"}`` (proportion None without pairs); pairs where either side has no
+    agent (no step) are left out of the agent (step) rows and counted in
+    ``n_pairs_without_agent`` (``n_pairs_without_step``). Also ``k``, ``n_runs`` (runs with at
+    least two attributing annotators), ``n_attributions`` and ``per_run`` rows ``run_id,
+    annotators, agents, steps``.
+    """
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 0:
+        raise ValueError(f"k must be a whole number >= 0, got {k!r}")
+    _require(attributions, "attributions", ("annotator", "run_id"))
+    _require(submissions, "submissions", ("annotator", "run_id"))
+    kept, _ = _submitted_labels(attributions, submissions)
+    has_agent = "agent" in kept.columns
+    has_ev = "evidence" in kept.columns
+    by_run: dict[Any, dict[Any, list]] = {}
+    for ann, run, agent, ev in zip(kept["annotator"], kept["run_id"],
+                                   kept["agent"] if has_agent else [None] * len(kept),
+                                   kept["evidence"] if has_ev else [None] * len(kept)):
+        agents, steps = by_run.setdefault(run, {}).setdefault(ann, [set(), []])
+        if agent is not None and not (isinstance(agent, float) and math.isnan(agent)) and agent != "":
+            agents.add(_plain(agent))
+        step = _first_step(ev)
+        if step is not None:
+            steps.append(step)
+    counts = {name: [0, 0] for name in ("agent", "step_exact", "step_within_k", "agent_and_step")}
+    no_agent = no_step = 0
+    per_run = []
+    for run in _sorted(by_run):
+        anns = by_run[run]
+        if len(anns) < 2:
+            continue
+        view = {a: (frozenset(ag), min(st) if st else None) for a, (ag, st) in anns.items()}
+        per_run.append({"run_id": _plain(run), "annotators": [_plain(a) for a in _sorted(view)],
+                        "agents": {_plain(a): _sorted(view[a][0]) for a in _sorted(view)},
+                        "steps": {_plain(a): view[a][1] for a in _sorted(view)}})
+        for a, b in combinations(_sorted(view), 2):
+            (ag_a, st_a), (ag_b, st_b) = view[a], view[b]
+            if ag_a and ag_b:
+                counts["agent"][0] += 1
+                counts["agent"][1] += ag_a == ag_b
+            else:
+                no_agent += 1
+            if st_a is not None and st_b is not None:
+                counts["step_exact"][0] += 1
+                counts["step_exact"][1] += st_a == st_b
+                counts["step_within_k"][0] += 1
+                counts["step_within_k"][1] += abs(st_a - st_b) <= k
+            else:
+                no_step += 1
+            if ag_a and ag_b and st_a is not None and st_b is not None:
+                counts["agent_and_step"][0] += 1
+                counts["agent_and_step"][1] += ag_a == ag_b and st_a == st_b
+    out: dict[str, Any] = {"k": int(k), "n_runs": len(per_run), "n_attributions": int(len(kept))}
+    for name, (n, agree) in counts.items():
+        out[name] = {"n_pairs": n, "n_agree": int(agree), "proportion": _f(agree / n) if n else None}
+    out["n_pairs_without_agent"] = no_agent
+    out["n_pairs_without_step"] = no_step
+    out["per_run"] = per_run
+    return out

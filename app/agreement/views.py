@@ -120,6 +120,30 @@ def agreement_gold(
 
 
 @router.get(
+    "/agreement/attribution", summary="Attribution agreement: same agent, same step, step within +-k",
+    description=(
+        "Agreement on attribution-only labels (who failed and when, no failure mode: e.g. Who&When's "
+        "mistake agent and mistake step, or imported `mode: null` audits). An annotator's attribution of a "
+        "run is the set of agents it named and its step (the earliest evidence event seq). Over every two "
+        "annotators who attributed the same run: `agent` (same agents), `step_exact` (same step), "
+        "`step_within_k` (steps at most `k` apart), `agent_and_step`, each `{n_pairs, n_agree, proportion}`; "
+        "`per_run` lists each run's attributions; `labels_without_agent` and `labels_without_mode` count the "
+        "labels that lack an agent or a mode. Judges (`judge:*`) count by default here. 403 for annotators "
+        "under blind mode."),
+    responses={403: {"description": "blind mode"}, 422: {"description": "bad parameter; `detail` names it"}},
+)
+def agreement_attribution(
+    session: SessionDep, user: ApiUser,
+    k: Annotated[int, Query(ge=0, le=1_000_000, description="Steps at most k apart agree (`step_within_k`).")] = 1,
+    taxonomy: TaxonomyQuery = None, family: FamilyQuery = None, annotators: AnnotatorsQuery = None,
+    include_judges: Annotated[bool, Query(description="Count `judge:*` annotators too.")] = True,
+) -> dict[str, Any]:
+    require_labels_visible(session, user, "agreement")
+    data = _load(session, taxonomy, family, annotators, include_judges)
+    return service.attribution_payload(data, k=k)
+
+
+@router.get(
     "/agreement/judges", summary="Humans vs machines: judges against humans and gold",
     description=(
         "Judges (`judge:<source>` annotators from run audits or imported labels) beside the humans: "

@@ -5,7 +5,8 @@ One row per label, with the columns (CSV header or JSON keys): `annotator`, `run
 `agent`, `evidence` (CSV: seqs separated by `;`, or a JSON list), `taxonomy` (`key` or
 `key@version`; default a2-failures latest), and optional `note`, `confidence`, `principals`
 (CSV: ids separated by `;`, or a JSON list). A row whose `mode` is empty or `none` marks
-"no failure found". Rows group into one submitted annotation per (annotator, run, taxonomy
+"no failure found", unless it names an agent and evidence: then it is an attribution-only label
+(who and when, no mode). Imported labels may be trace-level (a mode, no agent, no evidence). Rows group into one submitted annotation per (annotator, run, taxonomy
 version), origin "import"; each group is stored atomically (a savepoint) or rejected whole.
 Annotator names starting with `judge:`, and names that are not human users, become judge users.
 Re-importing replaces the annotator's imported annotation of that run (idempotent).
@@ -355,9 +356,12 @@ def _import_group(session: Session, annotator: str, run_id: str, members: list[t
             mode = v.get("mode")
             if isinstance(mode, (int, float)) and not isinstance(mode, bool):
                 mode = str(mode)  # MAST codes written as JSON numbers (1.1)
-            if mode is None or (isinstance(mode, str) and mode.strip().lower() in NO_FAILURE_MODES):
+            no_mode = mode is None or (isinstance(mode, str) and mode.strip().lower() in NO_FAILURE_MODES)
+            if no_mode and not (v.get("agent") and v.get("evidence") not in (None, "", [])):
                 none_rows.append(row)
                 continue
+            if no_mode:
+                mode = None  # an attribution: who and when, no mode
             try:
                 fld = "evidence"
                 evidence = _seqs(v.get("evidence"))
@@ -375,7 +379,7 @@ def _import_group(session: Session, annotator: str, run_id: str, members: list[t
             label = {"mode": mode, "agent": agent, "principals": principals, "evidence": evidence,
                      "note": note, "confidence": confidence}
             try:
-                labels.extend(validate_labels(ctx, tax, [label], complete=True))
+                labels.extend(validate_labels(ctx, tax, [label], complete=True, imported=True))
             except AnnotationError as exc:
                 errors.append(_err(filename, row.line, exc.field.split(".", 1)[-1], exc.message))
         if none_rows and (labels or len(none_rows) != len(members)):
@@ -396,7 +400,7 @@ def _import_group(session: Session, annotator: str, run_id: str, members: list[t
         notes = [r.values.get("note") for r in none_rows if r.values.get("note")]
         note = notes[0] if notes and isinstance(notes[0], str) else None
         save_annotation(session, user, run, tax, labels, no_failure=not labels, status="submitted",
-                        note=note, origin="import", check_lock=False)
+                        note=note, origin="import", check_lock=False, imported=True)
         savepoint.commit()
         return [], existing is not None
     except Exception:

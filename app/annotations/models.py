@@ -49,7 +49,8 @@ class Label(SQLModel, table=True):
     __tablename__ = "label"
     id: int | None = Field(default=None, primary_key=True)
     annotation_id: int = Field(foreign_key="annotation.id", index=True, ondelete="CASCADE")
-    mode: str = Field(max_length=40)
+    #: None for an attribution-only label (who and when, no mode; imported or judge labels only)
+    mode: str | None = Field(default=None, max_length=40)
     agent: str = Field(max_length=200)
     principals: list[str] = Field(default_factory=list, sa_column=Column(JSON, nullable=False))
     evidence: list[int] = Field(default_factory=list, sa_column=Column(JSON, nullable=False))

@@ -28,8 +28,14 @@ def sync_audit_annotations(session: Session, run_row: Run, run: dict, tax_cache:
     One annotation per (source, taxonomy). A source listed in `metadata.audited_by` that flagged
     nothing in this run gets an explicit "no failure found" annotation (its silence is data).
     Audits whose mode is in no known taxonomy are kept in the audit table only.
+
+    Imported datasets (MAD, Who&When) add, in an audit's `metadata`: `taxonomy` (`key` or
+    `key@version`: the labels go under that version instead of the first taxonomy having the
+    mode), `annotator_kind: "human"` with `annotator` (the labels belong to that human
+    annotator, not to a judge). An audit with `mode: null` is an attribution-only label. An
+    `audited_by` entry may be an object `{source, taxonomy?, annotator_kind?, annotator?}`.
     """
-    from app.taxonomies.service import canonical_mode, latest, taxonomy_for_mode
+    from app.taxonomies.service import canonical_mode, latest, resolve, taxonomy_for_mode
 
     tax_cache = tax_cache if tax_cache is not None else {}
     old = session.exec(select(Annotation.id).where(Annotation.run_pk == run_row.id,
@@ -37,37 +43,84 @@ def sync_audit_annotations(session: Session, run_row: Run, run: dict, tax_cache:
     if old:
         session.execute(delete(Label).where(Label.annotation_id.in_(old)))
         session.execute(delete(Annotation).where(Annotation.id.in_(old)))
-    groups: dict[tuple[str, int], list[dict]] = {}
+    refs = tax_cache.setdefault("refs", {})
+
+    def by_ref(ref: str) -> Taxonomy | None:
+        if ref not in refs:
+            refs[ref] = resolve(session, ref)
+        return refs[ref]
+
+    def who(source: str, meta: dict) -> tuple[str, str]:
+        if meta.get("annotator_kind") == "human" and isinstance(meta.get("annotator"), str) and meta["annotator"]:
+            return meta["annotator"], "human"
+        return source, "judge"
+
+    groups: dict[tuple[str, str, int], list[dict]] = {}
     taxes = {}
+    default_tax = latest(session, "a2-failures")
     for audit in run.get("audits") or []:
-        tax = taxonomy_for_mode(session, audit["mode"], tax_cache)
+        meta = audit.get("metadata") or {}
+        ref = meta.get("taxonomy")
+        if isinstance(ref, str) and ref:
+            tax = by_ref(ref)
+            if tax is not None and audit["mode"] is not None and canonical_mode(tax, audit["mode"]) is None:
+                tax = None
+        elif audit["mode"] is None:
+            tax = default_tax
+        else:
+            tax = taxonomy_for_mode(session, audit["mode"], tax_cache)
         if tax is None:
             continue
         taxes[tax.id] = tax
-        groups.setdefault((audit["source"], tax.id), []).append(audit)
+        name, kind = who(audit["source"], meta)
+        groups.setdefault((name, kind, tax.id), []).append(audit)
     audited_by = (run.get("metadata") or {}).get("audited_by") or []
-    default_tax = latest(session, "a2-failures")
-    if default_tax is not None:
-        taxes.setdefault(default_tax.id, default_tax)
-        for source in audited_by if isinstance(audited_by, list) else []:
-            if isinstance(source, str) and not any(k[0] == source for k in groups):
-                groups[(source, default_tax.id)] = []
+    for entry in audited_by if isinstance(audited_by, list) else []:
+        if isinstance(entry, str):
+            entry = {"source": entry}
+        if not isinstance(entry, dict) or not isinstance(entry.get("source"), str) or not entry["source"]:
+            continue
+        ref = entry.get("taxonomy")
+        tax = by_ref(ref) if isinstance(ref, str) and ref else default_tax
+        if tax is None:
+            continue
+        taxes.setdefault(tax.id, tax)
+        name, kind = who(entry["source"], entry)
+        if "taxonomy" in entry:
+            groups.setdefault((name, kind, tax.id), [])
+        elif not any(k[0] == name for k in groups):
+            groups[(name, kind, tax.id)] = []
     now = utcnow()
-    judges = tax_cache.setdefault("judge_ids", {})
-    for (source, tax_id), audits in groups.items():
-        if source not in judges:
-            judges[source] = judge_user(session, source).id
-        ann = Annotation(run_pk=run_row.id, user_id=judges[source], taxonomy_pk=tax_id, status="submitted",
+    users = tax_cache.setdefault("annotator_ids", {})
+    for (name, kind, tax_id), audits in groups.items():
+        if (name, kind) not in users:
+            users[(name, kind)] = (judge_user(session, name) if kind == "judge"
+                                   else imported_human_user(session, name)).id
+        ann = Annotation(run_pk=run_row.id, user_id=users[(name, kind)], taxonomy_pk=tax_id, status="submitted",
                          no_failure=not audits, origin="audit", submitted_at=now)
         session.add(ann)
         session.flush()
         tax = taxes[tax_id]
-        rows = [{"annotation_id": ann.id, "mode": canonical_mode(tax, a["mode"]) or a["mode"],
+        rows = [{"annotation_id": ann.id,
+                 "mode": None if a["mode"] is None else (canonical_mode(tax, a["mode"]) or a["mode"]),
                  "agent": a.get("agent") or "", "principals": [], "evidence": list(a.get("evidence") or []),
                  "note": a.get("note"), "confidence": None, "time_ms": 0, "created_at": now}
                 for a in audits]
         if rows:
             session.connection().execute(insert(Label.__table__), rows)
+
+
+def imported_human_user(session: Session, name: str) -> User:
+    """The human annotator `name` of an imported dataset (e.g. `mad:annotator_1`), created on
+    first use without a password (it cannot log in)."""
+    from app.auth.service import get_user
+
+    user = get_user(session, name)
+    if user is None:
+        user = User(username=name, role="annotator", kind="human")
+        session.add(user)
+        session.flush()
+    return user
 
 
 # --------------------------------------------------------------------------- saving annotations
@@ -174,12 +227,15 @@ def _seq_list(value: Any, field: str) -> list[int]:
     return list(dict.fromkeys(out))
 
 
-def validate_labels(ctx: RunContext, tax: Taxonomy, labels: Sequence[Any], *, complete: bool = True) -> list[dict]:
+def validate_labels(ctx: RunContext, tax: Taxonomy, labels: Sequence[Any], *, complete: bool = True,
+                    imported: bool = False) -> list[dict]:
     """Check `labels` against the run and taxonomy version; returns them normalized (mode codes
     resolved from aliases, duplicate ids dropped) as dicts with the LABEL_KEYS.
 
     With `complete=False` (drafts) the required fields and minimum evidence are not enforced, but
-    every value that is given must still be valid. Raises AnnotationError naming `labels[i].field`.
+    every value that is given must still be valid. With `imported=True` (labels made elsewhere)
+    a label may be trace-level (a mode, no agent, no evidence) or attribution-only (no mode, an
+    agent and at least one evidence event). Raises AnnotationError naming `labels[i].field`.
     """
     from app.taxonomies.service import canonical_mode
 
@@ -196,14 +252,17 @@ def validate_labels(ctx: RunContext, tax: Taxonomy, labels: Sequence[Any], *, co
         if unknown:
             raise AnnotationError(f"{p}.{unknown[0]}", f"unknown field (label fields: {', '.join(LABEL_KEYS)})")
         mode = lab.get("mode")
-        if not isinstance(mode, str) or not mode.strip():
+        if imported and mode is None:
+            code = None  # attribution-only: checked below, once agent and evidence are read
+        elif not isinstance(mode, str) or not mode.strip():
             raise AnnotationError(f"{p}.mode", f"a failure mode code is required, got {mode!r}")
-        code = canonical_mode(tax, mode)
-        if code is None:
-            raise AnnotationError(f"{p}.mode", f"{mode!r} is not a mode of taxonomy {tax_ref(tax)}")
+        else:
+            code = canonical_mode(tax, mode)
+            if code is None:
+                raise AnnotationError(f"{p}.mode", f"{mode!r} is not a mode of taxonomy {tax_ref(tax)}")
         agent = lab.get("agent")
         if agent is None or (isinstance(agent, str) and not agent.strip()):
-            if complete and rules["agent"][0]:
+            if complete and rules["agent"][0] and not imported:
                 raise AnnotationError(f"{p}.agent", "the responsible agent is required")
             agent = ""
         elif not isinstance(agent, str):
@@ -218,7 +277,10 @@ def validate_labels(ctx: RunContext, tax: Taxonomy, labels: Sequence[Any], *, co
         for j, seq in enumerate(evidence):
             if seq not in ctx.seqs:
                 raise AnnotationError(f"{p}.evidence[{j}]", f"{seq} is not an event seq of run {ctx.run_id}")
-        if complete:
+        if code is None and (not agent or not evidence):
+            raise AnnotationError(f"{p}.mode", "a label without a mode is an attribution and needs an agent "
+                                               "and at least one evidence event")
+        if complete and not imported:
             for name, values in (("evidence", evidence), ("principals", principals)):
                 required, min_items = rules[name]
                 need = max(min_items, 1 if required else 0)
@@ -271,13 +333,15 @@ def find_annotation(session: Session, user: User, run: Run, tax: Taxonomy) -> An
 
 def save_annotation(session: Session, user: User, run: Run, taxonomy: Taxonomy, labels: Sequence[Any],
                     no_failure: bool = False, status: str = "draft", time_ms: int = 0,
-                    note: str | None = None, *, origin: str = "human", check_lock: bool = True) -> Annotation:
+                    note: str | None = None, *, origin: str = "human", check_lock: bool = True,
+                    imported: bool = False) -> Annotation:
     """Create or replace `user`'s annotation of `run` under `taxonomy` (one version) and return it.
 
     Labels are validated (see `validate_labels`; drafts may be incomplete). `status="submitted"`
     needs labels or `no_failure=True` and sets `submitted_at`; `status="draft"` on a submitted
     annotation withdraws the submission. `time_ms` (time spent since the client's last save) is
-    added to the stored total; each label's `time_ms` is stored as sent. Raises AnnotationError on
+    added to the stored total; each label's `time_ms` is stored as sent. `imported=True` accepts
+    trace-level and attribution-only labels (see `validate_labels`). Raises AnnotationError on
     bad input and LockedError once the run is adjudicated under this taxonomy version.
     """
     if status not in STATUSES:
@@ -290,7 +354,7 @@ def save_annotation(session: Session, user: User, run: Run, taxonomy: Taxonomy, 
         raise AnnotationError("note", NUL_MESSAGE)
     time_ms = _time_ms(time_ms, "time_ms")
     ctx = RunContext(session, run)
-    clean = validate_labels(ctx, taxonomy, labels, complete=status == "submitted")
+    clean = validate_labels(ctx, taxonomy, labels, complete=status == "submitted", imported=imported)
     if no_failure and clean:
         raise AnnotationError("no_failure", f"'no failure found' cannot be marked together with {len(clean)} label(s)")
     if status == "submitted" and not clean and not no_failure:

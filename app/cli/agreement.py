@@ -79,6 +79,12 @@ def report_text(report: dict[str, Any], gold: dict[str, Any] | None = None) -> s
     out.append(f"Blame agreement: {blame} of {b['n_pairs']} annotator pairs who marked the same mode on a run "
                f"named the same responsible agent(s).")
     out.append(f"Evidence overlap: mean Jaccard {ev} over {e['n_pairs']} such pairs.")
+    out.append(f"Labels without a responsible agent (trace-level; in mode agreement, not in blame agreement): "
+               f"{report.get('labels_without_agent', 0)}; attribution-only labels (no mode): "
+               f"{report.get('labels_without_mode', 0)}.")
+    att = report.get("attribution_agreement")
+    if att and att["n_runs"]:
+        out.append(attribution_text(att))
     if gold is not None:
         out.append("")
         if not gold["n_reference_runs"]:
@@ -96,6 +102,22 @@ def report_text(report: dict[str, Any], gold: dict[str, Any] | None = None) -> s
     return "\n".join(out)
 
 
+def _share(row: dict[str, Any]) -> str:
+    return "n/a" if row["proportion"] is None else f"{row['proportion']:.1%} ({row['n_agree']}/{row['n_pairs']})"
+
+
+def attribution_text(att: dict[str, Any]) -> str:
+    """Returns the attribution agreement (who and when) in one line per measure."""
+    return "\n".join([
+        f"Attribution agreement over {att['n_runs']} run(s) with two or more attributions "
+        f"({att['n_attributions']} attribution labels):",
+        f"  same agent: {_share(att['agent'])}",
+        f"  same step: {_share(att['step_exact'])}",
+        f"  step within +-{att['k']}: {_share(att['step_within_k'])}",
+        f"  same agent and step: {_share(att['agent_and_step'])}",
+    ])
+
+
 @click.command()
 @click.option("--level", type=click.Choice(["run", "agent"]), default="run", show_default=True,
               help="Unit: a run, or a (run, responsible agent) pair.")
@@ -108,15 +130,19 @@ def report_text(report: dict[str, Any], gold: dict[str, Any] | None = None) -> s
               help="Bootstrap resamples for the intervals (default: the bootstrap_resamples setting; 0: none).")
 @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True, help="Seed of the bootstrap.")
 @click.option("--gold/--no-gold", default=True, show_default=True, help="Also report each annotator against gold.")
+@click.option("--k", "k", type=click.IntRange(min=0), default=1, show_default=True,
+              help="Attribution agreement: steps at most k apart count as agreeing (step within +-k).")
 @one_line_errors
 def agreement(level: str, as_json: bool, taxonomy: str | None, family: str | None, annotators: str | None,
-              include_judges: bool, n_boot: int | None, seed: int, gold: bool) -> None:
+              include_judges: bool, n_boot: int | None, seed: int, gold: bool, k: int) -> None:
     """Inter-annotator agreement on the submitted labels of one taxonomy version.
 
     Per mode, per category and overall: units, prevalence, percent agreement, Cohen's kappa
     (mean pairwise), Fleiss' kappa, Krippendorff's alpha and Gwet's AC1, each with a bootstrap
-    interval, and the kappa-paradox flag; then blame agreement, evidence overlap, and (with
-    --gold) each annotator against the adjudicated gold labels.
+    interval, and the kappa-paradox flag; then blame agreement, evidence overlap, how many
+    labels name no agent (trace-level) or no mode (attribution-only), the attribution agreement
+    (same agent, same step, step within +-k) of attribution-only labels, and (with --gold) each
+    annotator against the adjudicated gold labels.
     """
     from sqlmodel import Session
 
@@ -129,6 +155,10 @@ def agreement(level: str, as_json: bool, taxonomy: str | None, family: str | Non
         data = service.load_agreement_data(session, taxonomy=taxonomy, family=family, annotators=annotators,
                                            include_judges=include_judges)
     report = service.agreement_payload(data, level=level, n_boot=nb, seed=seed)
+    report["attribution_agreement"] = service.attribution_payload(data, k=k)
+    for key in ("taxonomy", "family", "include_judges", "annotators_filter", "annotator_kinds", "n_labels",
+                "n_submissions", "labels_without_agent", "labels_without_mode"):
+        report["attribution_agreement"].pop(key, None)
     gold_report = service.gold_payload(data, n_boot=nb, seed=seed) if gold else None
     if as_json:
         if gold_report is not None:

@@ -61,7 +61,9 @@ def outcomes_text(payload: dict[str, Any], show_modes: bool = False) -> str:
     spec += [(c, c.removeprefix("cat:"), True) for c in cols if c.startswith("cat:")]
     if show_modes:
         spec += [(c, c.removeprefix("mode:"), True) for c in cols if c.startswith("mode:")]
-    head = [f"Labels: {payload['label_source']}.",
+    head = [f"Labels: {payload['label_source']}"
+            + (f"; {payload['labels_without_agent']} label(s) name no responsible agent (trace-level)"
+               if payload.get("labels_without_agent") else "") + ".",
             f"Outcome report by {payload['by']} (unit: {payload['unit']}; success threshold {payload['threshold']:g}; "
             f"taxonomy {payload['taxonomy']}" + (f"; family {payload['family']}" if payload.get("family") else "") + ")."]
     if not payload["rows"]:

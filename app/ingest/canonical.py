@@ -18,7 +18,8 @@ importer yields and everything downstream reads::
 Rules applied (the spec is /work/shared/spec/run-format.md):
 
 * required: run_id, scenario.id, scenario.family, principals[].id, agents[].id, events[].kind,
-  events[].actor, audits[].source, audits[].mode; enums for status, scenario.alignment,
+  events[].actor, audits[].source, audits[].mode (or, for an attribution with mode null,
+  audits[].agent and audits[].evidence); enums for status, scenario.alignment,
   principals[].kind, events[].kind and events[].visibility;
 * defaults: status "completed", visibility "shared" when the event has recipients else "private",
   data {}, lists [] and metadata {};
@@ -520,10 +521,17 @@ class _Normalizer:
             if s is None or not 0 <= s < n_events:
                 self.fail(f"{path}.evidence[{j}]", f"{s} is not the seq of an event of this run")
             evidence.append(s)
+        mode = raw.get("mode")
+        if mode is None:  # an attribution (who and when, no mode) needs both
+            if agent is None or not evidence:
+                self.fail(f"{path}.mode", "required field is missing (an audit without a mode is an "
+                                          "attribution and needs an agent and evidence)")
+        else:
+            mode = self.req_str(raw, "mode", f"{path}.mode")
         return {
             "source": self.req_str(raw, "source", f"{path}.source"),
             "level": self.opt_str(raw.get("level"), f"{path}.level"),
-            "mode": self.req_str(raw, "mode", f"{path}.mode"),
+            "mode": mode,
             "agent": agent,
             "evidence": evidence,
             "note": self.opt_str(raw.get("note"), f"{path}.note"),

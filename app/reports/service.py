@@ -113,7 +113,7 @@ def _label_rows(session: Session, tax: Taxonomy, pk_to_id: dict[int, str], known
         select(Annotation.run_pk, User.username, User.kind, Label.mode, Label.agent)
         .join(Annotation, Annotation.id == Label.annotation_id)
         .join(User, User.id == Annotation.user_id)
-        .where(Annotation.taxonomy_pk == tax.id, Annotation.status == "submitted")
+        .where(Annotation.taxonomy_pk == tax.id, Annotation.status == "submitted", Label.mode.is_not(None))
         .order_by(Label.id)
     ):
         if pk in pk_to_id:
@@ -245,8 +245,8 @@ def _frame_payload(frame: pd.DataFrame) -> dict[str, Any]:
 
 
 def outcomes_payload(data: ReportData, by: str = "agent", source: str = "auto") -> dict[str, Any]:
-    """Returns ``{"by", "unit", "label_source", "threshold", "taxonomy", "family", "columns",
-    "rows"}``: one row per group, rates in [0, 1] (null where the denominator is 0)."""
+    """Returns ``{"by", "unit", "label_source", "threshold", "taxonomy", "family",
+    "labels_without_agent", "columns", "rows"}``: one row per group, rates in [0, 1] (null where the denominator is 0)."""
     frame = outcome_frame(data, by, source)
     return {
         "by": by,
@@ -255,8 +255,15 @@ def outcomes_payload(data: ReportData, by: str = "agent", source: str = "auto") 
         "threshold": data.threshold,
         "taxonomy": data.taxonomy_ref,
         "family": data.family,
+        "labels_without_agent": labels_without_agent(data),
         **_frame_payload(frame),
     }
+
+
+def labels_without_agent(data: ReportData) -> int:
+    """Returns how many of the loaded labels (submitted and gold) name no responsible agent of
+    their run (trace-level labels, e.g. MAST's): they count for the run, for no agent."""
+    return int(data.labels["agent"].isna().sum()) if len(data.labels) else 0
 
 
 def blind_spot_frames(data: ReportData, source: str = "auto") -> tuple[pd.DataFrame, dict[str, pd.DataFrame], str]:

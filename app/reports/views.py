@@ -40,6 +40,8 @@ class OutcomeReport(BaseModel):
     threshold: float = Field(description="Score at or above which an outcome counts as success.")
     taxonomy: str = Field(description="`key@version` of the taxonomy the labels belong to.")
     family: str | None = None
+    labels_without_agent: int = Field(0, description="Labels (submitted or gold) that name no responsible agent "
+                                                     "of their run (trace-level labels): they count for no agent.")
     columns: list[str]
     rows: list[dict[str, Any]] = Field(description="One per group; rates in [0, 1], null when undefined.")
 

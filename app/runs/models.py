@@ -101,7 +101,8 @@ class Audit(SQLModel, table=True):
     position: int
     source: str = Field(max_length=200)
     level: str | None = Field(default=None, max_length=40)
-    mode: str = Field(max_length=40)
+    #: None for an attribution (agent and evidence, no mode)
+    mode: str | None = Field(default=None, max_length=40)
     agent: str | None = Field(default=None, max_length=200)
     evidence: list[int] = Field(default_factory=list, sa_column=Column(JSON, nullable=False))
     note: str | None = Field(default=None, sa_column=Column(Text))
