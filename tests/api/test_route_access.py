@@ -76,6 +76,7 @@ ROUTES: dict[tuple[str, str], Case] = {
     ("GET", "/api/v1/agreement"): Case("/api/v1/agreement", REVIEWER),
     ("GET", "/api/v1/agreement/gold"): Case("/api/v1/agreement/gold", REVIEWER),
     ("GET", "/api/v1/agreement/judges"): Case("/api/v1/agreement/judges", REVIEWER),
+    ("GET", "/api/v1/agreement/attribution"): Case("/api/v1/agreement/attribution", REVIEWER),
     ("GET", "/api/v1/agreement/disagreements"): Case("/api/v1/agreement/disagreements", REVIEWER),
     ("POST", "/api/v1/agreement/compute"): Case("/api/v1/agreement/compute", USER, send={
         "json": {"coefficient": "percent", "ratings": [["a", "a"], ["a", "b"]], "n_boot": 0}}),

@@ -113,8 +113,10 @@ def mast():
     return load_taxonomy_file(MAST_FILE)
 
 
-def test_builtin_folder_lists_exactly_the_two_files():
-    assert [p.name for p in builtin_taxonomy_files()] == ["a2-failures.yaml", "mast.yaml"]
+def test_builtin_folder_lists_exactly_the_built_in_files():
+    # the two taxonomies plus MAST's two drafts used by MAD's human annotation rounds
+    assert [p.name for p in builtin_taxonomy_files()] == [
+        "a2-failures.yaml", "mast-draft-r1.yaml", "mast-draft-r2.yaml", "mast.yaml"]
 
 
 @pytest.mark.parametrize("path", [A2_FILE, MAST_FILE], ids=lambda p: p.name)
