@@ -4,7 +4,9 @@
 "tree"; for a file the first non-blank line decides: ``[`` -> "canonical" (JSON array); SSE
 (``data:``/``event:``/``id:`` lines) -> "wire"; a JSON object with ``jsonrpc``, an envelope
 ``body``, ``type: run_context|agent_card`` or an agent card -> "wire"; any other object (a run,
-with ``run_id``) -> "canonical". A pretty-printed single object is sniffed by its top-level keys.
+with ``run_id``) -> "canonical", unless the (first) record has the keys of one of the field's
+datasets: MAST's MAD (``mast_annotation``, or ``round`` + ``annotations``) -> "mad", Who&When
+(``history`` + ``mistake_agent``/``mistake_step``/``question_ID``) -> "whowhen". A pretty-printed single object is sniffed by its top-level keys.
 
 Directories: run directories go to the tree reader; every other file is sniffed and, when it is
 canonical or wire data, read as such (so a directory written by `write_files` reads back); the
@@ -28,10 +30,14 @@ from app.ingest.a2a import looks_like_agent_card
 from app.ingest.canonical import RunFormatError
 from app.ingest.items import ImportItem, ReadSummary, error_item
 from app.ingest.jsonio import BOM, iter_canonical_file
+from app.ingest.mad import iter_mad_file, looks_like_mad_keys
 from app.ingest.tree import Mapping, iter_tree, load_mapping
+from app.ingest.whowhen import iter_whowhen_file, looks_like_whowhen_keys
 from app.ingest.wire import iter_wire_file
 
-FORMATS = ("canonical", "tree", "wire")
+FORMATS = ("canonical", "tree", "wire", "mad", "whowhen")
+#: formats of the field's published datasets, recognised by the keys of their first record
+DATASET_FORMATS = ("mad", "whowhen")
 MAX_ZIP_BYTES = 2 << 30  # refuse archives that unpack to more than 2 GiB
 ZIP_TYPES = ("application/zip", "application/x-zip-compressed", "application/x-zip")
 _SSE_START = (b"data:", b"event:", b"id:", b"retry:", b":")
@@ -61,8 +67,43 @@ def _top_level_keys(path: str | os.PathLike, limit: int = 64) -> set[str]:
     return keys
 
 
+def _first_record_keys(path: str | os.PathLike, limit: int = 64) -> set[str]:
+    """The top-level keys of the file's object, or of the first object of its top-level array
+    (or of its first JSON line)."""
+    keys: set[str] = set()
+    try:
+        with open(path, "rb") as f:
+            for prefix, event, value in ijson.parse(f, multiple_values=True):
+                if prefix in ("", "item") and event == "map_key":
+                    keys.add(value)
+                    if len(keys) >= limit or value == "run_id":
+                        break
+                elif prefix in ("", "item") and event == "end_map":
+                    break
+    except (ijson.JSONError, ijson.IncompleteJSONError, UnicodeDecodeError):
+        pass
+    return keys
+
+
+def dataset_format(path: str | os.PathLike) -> str | None:
+    """Returns "mad" or "whowhen" when the file's (first) record has that dataset's keys, else None."""
+    keys = _first_record_keys(path)
+    if looks_like_whowhen_keys(keys):
+        return "whowhen"
+    if looks_like_mad_keys(keys):
+        return "mad"
+    return None
+
+
 def sniff_file(path: str | os.PathLike) -> str | None:
-    """Return "canonical", "wire" or None (not JSON / SSE data) for one file."""
+    """Return "canonical", "wire", "mad", "whowhen" or None (not JSON / SSE data) for one file."""
+    fmt = _sniff_file(path)
+    if fmt == "canonical":
+        return dataset_format(path) or fmt
+    return fmt
+
+
+def _sniff_file(path: str | os.PathLike) -> str | None:
     try:
         with open(path, "rb") as f:
             first = b""
@@ -99,7 +140,8 @@ def sniff_file(path: str | os.PathLike) -> str | None:
 
 
 def detect_format(path: str | os.PathLike) -> str:
-    """Return "canonical", "tree" or "wire" for a path; raises RunFormatError when it cannot tell."""
+    """Return "canonical", "tree", "wire", "mad" or "whowhen" for a path; raises RunFormatError
+    when it cannot tell."""
     if os.path.isdir(path) or (os.path.isfile(path) and zipfile.is_zipfile(path)):
         return "tree"
     fmt = sniff_file(path)
@@ -114,11 +156,15 @@ def _read_file(path: Path, shown: str, fmt: str | None) -> Iterator[ImportItem]:
         return iter_canonical_file(path, shown)
     if fmt == "wire":
         return iter_wire_file(path, shown)
+    if fmt == "mad":
+        return iter_mad_file(path, shown)
+    if fmt == "whowhen":
+        return iter_whowhen_file(path, shown)
     return iter([error_item(shown, "cannot tell the format: not JSON, JSON Lines or an SSE stream")])
 
 
 def _iter_dir(path: str | os.PathLike, shown: str, fmt: str | None, mapping: Mapping) -> Iterator[ImportItem]:
-    loose_fmt = fmt if fmt in ("canonical", "wire") else None
+    loose_fmt = fmt if fmt in ("canonical", "wire", *DATASET_FORMATS) else None
 
     def loose(p: Path, name: str) -> Iterator[ImportItem] | None:
         if p.name == "agent-card.json" and p.parent.name == ".well-known":
@@ -181,7 +227,8 @@ def iter_path(path: str | os.PathLike, format: str | None = None,
               summary: ReadSummary | None = None, display: str | None = None) -> Iterator[ImportItem]:
     """Yield an ImportItem per run (or per rejected run) read from a file, directory or zip.
 
-    `format` forces "canonical", "wire" or "tree" (for a directory it applies to the loose files);
+    `format` forces "canonical", "wire", "mad", "whowhen" or "tree" (for a directory it applies to
+    the loose files);
     `mapping` is the tree mapping file (path or dict); `summary`, when given, is filled as the
     items go by (runs, errors, unused files). Raises ValueError for an unknown format or a
     malformed mapping; everything else wrong with the input comes back as error items.

@@ -71,7 +71,8 @@ def get_run(run_id: str, session: SessionDep, user: ApiUser) -> dict[str, Any]:
     description=(
         "Body: a JSON array of canonical runs (`application/json`), JSON Lines (`application/x-ndjson`), "
         "or a multipart upload with field `file` (a JSON/JSONL file, an A2A wire log, or a zip of files or "
-        "per-run directories). Each run is stored atomically; a rejected run leaves nothing behind. "
+        "per-run directories). The field's datasets are recognised by their records' keys: MAST's MAD files "
+        "(full or human-labelled) and Who&When records (one object, or an array). Each run is stored atomically; a rejected run leaves nothing behind. "
         "Query `replace=true` overwrites runs whose content changed. Answers "
         "`{imported, unchanged, replaced, rejected, errors:[{location, message}], unused_files}`; a malformed "
         "run is one entry of `errors` (and counted in `rejected`), not an HTTP error."),
