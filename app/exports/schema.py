@@ -175,7 +175,7 @@ _BASE_TABLES: tuple[TableSpec, ...] = (
         _c("position", "int64", "Order of the audit in the run record (0-based)."),
         _c("source", "string", "The checker or judge (becomes the annotator `judge:<source>`)."),
         _c("level", "string", "Audit level (L0, L1, L2, ...)."),
-        _c("mode", "string", "Failure mode code it reported."),
+        _c("mode", "string", "Failure mode code it reported; null for an attribution (agent and evidence, no mode)."),
         _c("agent", "string", "Responsible agent it named."),
         _c("evidence", "list<int64>", "Event seqs it cited."),
         _c("note", "string", "Its note."),
@@ -195,7 +195,9 @@ _BASE_TABLES: tuple[TableSpec, ...] = (
             _c("status", "string", "draft or submitted."),
             _c("origin", "string", "human (made in the app), import (import-labels) or audit (from the run's audits)."),
             _c("no_failure", "bool", "The annotator marked the run \"no failure found\"."),
-            _c("mode", "string", "Failure mode code; null on the row of an annotation without labels."),
+            _c("mode", "string", "Failure mode code; null on the row of an annotation without labels (then "
+                                 "`label_time_ms` is null too) and on an attribution-only label (who and when, no "
+                                 "mode: `agent` and `evidence` set)."),
             _c("category", "string", "Category of the mode in its taxonomy (DD, GR, VF, CF, ...)."),
             _c("agent", "string", "Responsible agent id; null when not named."),
             _c("principals", "list<string>", "Affected principal ids."),
@@ -221,7 +223,8 @@ _BASE_TABLES: tuple[TableSpec, ...] = (
             _c("annotator", "string", "User name (`judge:<source>` for judges). Human annotators must exist as users in the database imported into; other names become judges."),
             RUN_ID,
             _c("taxonomy", "string", "Taxonomy version as `key@version`."),
-            _c("mode", "string", "Failure mode code, or `none` for \"no failure found\"."),
+            _c("mode", "string", "Failure mode code, or `none` for \"no failure found\"; null for an "
+                                 "attribution-only label (agent and evidence, no mode)."),
             _c("agent", "string", "Responsible agent id."),
             _c("evidence", "list<int64>", "Event seqs that show the failure."),
             _c("principals", "list<string>", "Affected principal ids."),
@@ -429,7 +432,34 @@ def render_markdown() -> str:
             out += [t.notes, ""]
         out += ["| column | type | meaning |", "|---|---|---|"]
         out += [f"| `{c.name}` | `{c.type}` | {c.description} |" for c in t.columns]
+    out += ["", *DATASET_EXPORTS_DOC]
     return "\n".join(out) + "\n"
+
+
+#: the dataset-shaped exports (app/exports/hf.py, app/exports/mad.py), documented with the tables
+DATASET_EXPORTS_DOC: tuple[str, ...] = (
+    "## Dataset exports",
+    "",
+    ("`a2annotate export --format hf --out DIR` (or `GET /api/v1/exports/hf.zip`) writes a folder the "
+     "Hugging Face `datasets` library reads: one Parquet shard per table under `data/<table>/` (tables "
+     "`runs`, `agents`, `principals`, `events`, `annotations`, `gold_labels`, and `checks` where the "
+     "database has that table; the columns of the tables above), and a dataset card `README.md` whose "
+     "YAML header lists every config (`config_name`, `data_files`) and its features (every column with "
+     "its type), followed by the schema, the taxonomy versions the labels were made under, and the label "
+     "provenance (annotations by human annotators, by judges, per origin; gold labels per origin: "
+     "unanimity, majority, adjudication). Load one table with `datasets.load_dataset(\"parquet\", "
+     "data_dir=\"DIR/data/annotations\")` or `pandas.read_parquet(\"DIR/data/annotations\")`."),
+    "",
+    ("`a2annotate export --format mad --out DIR` (or `GET /api/v1/exports/mad.json`) writes "
+     "`DIR/MAD_full_dataset.json` in the shape of MAST's MAD full file: a JSON array of `{mas_name, "
+     "llm_name, benchmark_name, trace_id, trace: {key, index, trajectory}, mast_annotation}` for every run "
+     "labelled under the MAST taxonomy (`mast`) by the chosen annotator (default `judge:mast-llm`) and every "
+     "run imported from a MAD full file. `mast_annotation` holds 1 for each mode the annotator marked, 0 for "
+     "the others, null where the annotator made no annotation (or where the imported record had null). Runs "
+     "imported from MAD keep their original fields and their trajectory text exactly, so the file imports "
+     "back to the same runs and labels; other runs get `mas_name` from their agents' harness, `llm_name` "
+     "from their model and a trajectory of `actor: content` lines."),
+)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -12,6 +12,7 @@ ROUTER_MODULES = [
     "app.annotations.views",
     "app.agreement.views",
     "app.reports.views",
+    "app.exports.dataset_views",  # before app.exports.views: its {table}.{fmt} path would take hf.zip
     "app.exports.views",
     "app.auth.views",
     "app.web.pages",

@@ -84,6 +84,8 @@ ROUTES: dict[tuple[str, str], Case] = {
     ("POST", "/api/v1/adjudication/{run_id:path}"): Case("/api/v1/adjudication/r1", REVIEWER, send={
         "json": {"action": "accept", "mode": "VF1", "agent": "buyer_agent"}}),
     ("GET", "/api/v1/exports/{table}.{fmt}"): Case("/api/v1/exports/runs.csv", USER),
+    ("GET", "/api/v1/exports/hf.zip"): Case("/api/v1/exports/hf.zip", REVIEWER),
+    ("GET", "/api/v1/exports/mad.json"): Case("/api/v1/exports/mad.json", REVIEWER),
     # login / logout
     ("GET", "/login"): Case("/login", PUBLIC),
     ("POST", "/login"): Case("/login", PUBLIC, ok=401, send={"data": {"username": "nobody", "password": "wrong-pw"}}),
