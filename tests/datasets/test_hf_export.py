@@ -1,0 +1,75 @@
+"""The Hugging Face datasets-ready folder: Parquet shards under data/ that pandas loads, and a
+dataset card whose YAML header lists every config and every column (and the body the schema,
+taxonomy versions and label provenance); CLI and REST."""
+from __future__ import annotations
+
+import io
+import zipfile
+
+import pandas as pd
+import pyarrow.parquet as pq
+import yaml
+
+from app.exports.hf import SHARD, hf_tables
+
+from .conftest import DATA
+
+TABLES = ["runs", "agents", "principals", "events", "annotations", "gold_labels"]
+
+
+def _card(text: str) -> tuple[dict, str]:
+    assert text.startswith("---\n")
+    head, body = text[4:].split("\n---\n", 1)
+    return yaml.safe_load(head), body
+
+
+def test_cli_hf_folder_loads_with_pandas_and_the_card_lists_every_column(engine, run_cli, tmp_path):
+    assert run_cli("import", DATA / "MAD_full_dataset.json").exit_code == 0
+    assert run_cli("import", DATA / "MAD_human_labelled_dataset.json").exit_code == 0
+    assert run_cli("import", DATA / "whowhen").exit_code == 0
+    out = tmp_path / "hf"
+    res = run_cli("export", "--format", "hf", "--out", out)
+    assert res.exit_code == 0, res.output
+    assert [t for t in hf_tables() if t != "checks"] == TABLES
+    frames = {t: pd.read_parquet(out / "data" / t) for t in hf_tables()}
+    assert len(frames["runs"]) == 8 + 6 + 2
+    ann = frames["annotations"]
+    assert set(ann["annotator"]) >= {"judge:mast-llm", "mad:annotator_1", "whowhen:annotators"}
+    attribution = ann[(ann["annotator"] == "whowhen:annotators")]
+    assert attribution["mode"].isna().all() and list(attribution["evidence"].map(list)) in ([[4], [3]], [[3], [4]])
+    assert len(frames["events"]) == sum(1 for _ in frames["events"]["seq"]) and (frames["events"]["seq"] >= 0).all()
+
+    header, body = _card((out / "README.md").read_text(encoding="utf-8"))
+    assert [c["config_name"] for c in header["configs"]] == hf_tables()
+    for cfg in header["configs"]:
+        assert cfg["data_files"] == [{"split": "train", "path": f"data/{cfg['config_name']}/*.parquet"}]
+    info = {d["config_name"]: d for d in header["dataset_info"]}
+    for t in hf_tables():
+        columns = pq.read_schema(out / "data" / t / SHARD).names
+        assert [f["name"] for f in info[t]["features"]] == columns  # every column, in order
+        assert info[t]["splits"] == [{"name": "train", "num_examples": len(frames[t])}]
+        for c in columns:
+            assert f"| `{c}` |" in body, (t, c)
+    feats = {f["name"]: f for f in info["annotations"]["features"]}
+    assert feats["evidence"] == {"name": "evidence", "sequence": "int64"}
+    assert feats["mode"] == {"name": "mode", "dtype": "string"}
+    assert feats["submitted_at"]["dtype"].startswith("timestamp[us")
+    assert "## Taxonomy versions" in body and "`mast-draft-r2@1`" in body and "`mast@1`" in body
+    assert "## Label provenance" in body and "by annotator kind human" in body and "judge" in body
+
+
+def test_rest_hf_zip_and_blind_mode(client, engine):
+    with open(DATA / "MAD_full_dataset.json", "rb") as f:
+        assert client.post("/api/v1/imports", files={"file": ("MAD_full_dataset.json", f)},
+                           headers=client.hdr["admin"]).json()["imported"] == 8
+    res = client.get("/api/v1/exports/hf.zip", headers=client.hdr["admin"])
+    assert res.status_code == 200, res.text
+    assert res.headers["content-type"] == "application/zip"
+    with zipfile.ZipFile(io.BytesIO(res.content)) as z:
+        names = set(z.namelist())
+        assert "README.md" in names and f"data/runs/{SHARD}" in names and f"data/annotations/{SHARD}" in names
+        runs = pd.read_parquet(io.BytesIO(z.read(f"data/runs/{SHARD}")))
+    assert len(runs) == 8
+    assert client.get("/api/v1/exports/hf.zip", headers=client.hdr["annotator"]).status_code == 403
+    # the one-table route still serves its tables
+    assert client.get("/api/v1/exports/runs.csv", headers=client.hdr["admin"]).status_code == 200
