@@ -41,7 +41,8 @@ class TaxonomyRef(BaseModel):
 
 
 class LabelOut(BaseModel):
-    mode: str
+    mode: str | None = Field(description="Failure mode code; null for an attribution-only label (who and when, "
+                                         "no mode: imported or judge labels).")
     agent: str | None = Field(description="Responsible agent; null while a draft label has none.")
     principals: list[str]
     evidence: list[int]

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 
+from sqlmodel import Session
+
 from app.ingest import detect_format, iter_path
 from app.ingest.mad import parse_role
 
@@ -102,3 +104,25 @@ def test_rest_upload_of_one_record_is_detected(client, engine):
     assert (r.json()["imported"], r.json()["rejected"]) == (1, 0)
     run = client.get("/api/v1/runs/whowhen/who-and-when/q-library-02", headers=client.hdr["admin"])
     assert run.status_code == 200 and len(run.json()["events"]) == 5
+
+
+def test_pages_and_annotation_api_show_attribution_and_trace_level_labels(engine, client, run_cli):
+    from tests.web.helpers import PASSWORD, login
+
+    from app.auth.service import create_user as make_user
+
+    assert run_cli("import", WW, DATA / "MAD_full_dataset.json").exit_code == 0
+    with Session(engine) as s:
+        make_user(s, "rev", "reviewer", PASSWORD)
+        s.commit()
+    listed = client.get(f"/api/v1/annotations?run_id={HAND}", headers=client.hdr["admin"])
+    assert listed.status_code == 200, listed.text
+    (item,) = listed.json()["items"]
+    assert item["labels"][0]["mode"] is None and item["labels"][0]["agent"] == "Orchestrator"
+    login(client, "rev")
+    page = client.get(f"/runs/{HAND}?taxonomy=mast")
+    assert page.status_code == 200 and "attribution" in page.text and "whowhen:annotators" in page.text
+    mad = client.get("/runs/mad/ChatDev/GPT-4o/1/chatdev_tip_1?taxonomy=mast")
+    assert mad.status_code == 200 and "judge:mast-llm" in mad.text
+    report = client.get("/api/v1/reports/outcomes?taxonomy=mast", headers=client.hdr["admin"])
+    assert report.status_code == 200 and report.json()["labels_without_agent"] == 8
