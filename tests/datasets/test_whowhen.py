@@ -107,9 +107,8 @@ def test_rest_upload_of_one_record_is_detected(client, engine):
 
 
 def test_pages_and_annotation_api_show_attribution_and_trace_level_labels(engine, client, run_cli):
-    from tests.web.helpers import PASSWORD, login
-
     from app.auth.service import create_user as make_user
+    from tests.web.helpers import PASSWORD, login
 
     assert run_cli("import", WW, DATA / "MAD_full_dataset.json").exit_code == 0
     with Session(engine) as s:
