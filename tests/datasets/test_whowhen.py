@@ -123,6 +123,9 @@ def test_pages_and_annotation_api_show_attribution_and_trace_level_labels(engine
     assert page.status_code == 200 and "attribution" in page.text and "whowhen:annotators" in page.text
     mad = client.get("/runs/mad/ChatDev/GPT-4o/1/chatdev_tip_1?taxonomy=mast")
     assert mad.status_code == 200 and "judge:mast-llm" in mad.text
+    dash = client.get("/agreement?taxonomy=mast&include_judges=true&n_boot=0")
+    assert dash.status_code == 200 and "8 label(s) name no responsible agent" in dash.text
+    assert "2 label(s) are attribution-only" in dash.text
     page = client.get("/reports?taxonomy=mast")
     assert page.status_code == 200 and "8 label(s) name no responsible agent" in page.text
     report = client.get("/api/v1/reports/outcomes?taxonomy=mast", headers=client.hdr["admin"])
