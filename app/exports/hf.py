@@ -87,16 +87,26 @@ def _provenance(data_dir: Path) -> dict[str, Any]:
     return out
 
 
-def dataset_card(configs: list[tuple[str, pa.Schema, int]], provenance: dict[str, Any], name: str) -> str:
-    """Returns the text of README.md: YAML header (configs, dataset_info with every feature),
-    then the schema, taxonomy versions and label provenance."""
+def _num_bytes(path: Path) -> int:
+    """Uncompressed size of a Parquet file's data (the card's `num_bytes`), from its footer."""
+    meta = pq.ParquetFile(path).metadata
+    return sum(meta.row_group(i).total_byte_size for i in range(meta.num_row_groups))
+
+
+def dataset_card(configs: list[tuple[str, pa.Schema, int]], provenance: dict[str, Any], name: str,
+                 sizes: dict[str, int] | None = None) -> str:
+    """Returns the text of README.md: YAML header (configs, dataset_info with every feature, for
+    every table with rows), then the schema of every table, taxonomy versions and label provenance."""
+    listed = [(t, schema, n) for t, schema, n in configs if n]  # `datasets` cannot load an empty split
+    empty = [t for t, _, n in configs if not n]
     header = {
         "pretty_name": name,
         "tags": ["multi-agent", "agent-to-agent", "failure-taxonomy", "annotation", "a2annotate"],
         "configs": [{"config_name": t, "data_files": [{"split": "train", "path": f"data/{t}/*.parquet"}],
-                     **({"default": True} if t == "runs" else {})} for t, _, _ in configs],
+                     **({"default": True} if t == listed[0][0] else {})} for t, _, _ in listed],
         "dataset_info": [{"config_name": t, "features": [_feature(f) for f in schema],
-                          "splits": [{"name": "train", "num_examples": n}]} for t, schema, n in configs],
+                          "splits": [{"name": "train", "num_bytes": (sizes or {}).get(t, 0), "num_examples": n}]}
+                         for t, schema, n in listed],
     }
     out = ["---", yaml.safe_dump(header, sort_keys=False, allow_unicode=True).rstrip(), "---", "",
            f"# {name}", "",
@@ -104,7 +114,12 @@ def dataset_card(configs: list[tuple[str, pa.Schema, int]], provenance: dict[str
             "config per table; each is one Parquet shard under `data/<table>/`. Load one with "
             "`datasets.load_dataset(\"parquet\", data_dir=\"data/<table>\")` or `pandas.read_parquet`. "
             "Free-form objects (metadata, event data, metrics) are JSON text; read them with `json.loads`."),
-           "", "## Taxonomy versions", ""]
+           ""]
+    if empty:
+        out += [f"Empty tables ({', '.join(f'`{t}`' for t in empty)}): their shard holds the columns and no rows; "
+                "they are not listed as configs, since `datasets` cannot load an empty split (pandas reads them).",
+                ""]
+    out += ["## Taxonomy versions", ""]
     taxes = provenance.get("taxonomies") or []
     out += [f"- `{t}`" for t in taxes] or ["- (no labels)"]
     out += ["", "Every label records the taxonomy version it was made under (`taxonomy`, `taxonomy_key`, "
@@ -153,7 +168,8 @@ def export_hf(engine, out_dir: str | Path, opts: ExportOptions | None = None,
             shutil.move(str(path), dest / SHARD)
             written.append((table, dest / SHARD, rows))
     configs = [(t, pq.read_schema(p), n) for t, p, n in written]
-    (out / "README.md").write_text(dataset_card(configs, _provenance(data), name), encoding="utf-8")
+    sizes = {t: _num_bytes(p) for t, p, _ in written}
+    (out / "README.md").write_text(dataset_card(configs, _provenance(data), name, sizes), encoding="utf-8")
     return written
 
 

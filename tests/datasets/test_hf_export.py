@@ -40,16 +40,23 @@ def test_cli_hf_folder_loads_with_pandas_and_the_card_lists_every_column(engine,
     assert len(frames["events"]) == sum(1 for _ in frames["events"]["seq"]) and (frames["events"]["seq"] >= 0).all()
 
     header, body = _card((out / "README.md").read_text(encoding="utf-8"))
-    assert [c["config_name"] for c in header["configs"]] == hf_tables()
+    with_rows = [t for t in hf_tables() if len(frames[t])]
+    assert "gold_labels" not in with_rows and len(with_rows) == len(hf_tables()) - 1  # nothing adjudicated here
+    assert [c["config_name"] for c in header["configs"]] == with_rows  # `datasets` cannot load an empty split
+    assert header["configs"][0]["default"] is True
     for cfg in header["configs"]:
         assert cfg["data_files"] == [{"split": "train", "path": f"data/{cfg['config_name']}/*.parquet"}]
     info = {d["config_name"]: d for d in header["dataset_info"]}
     for t in hf_tables():
         columns = pq.read_schema(out / "data" / t / SHARD).names
-        assert [f["name"] for f in info[t]["features"]] == columns  # every column, in order
-        assert info[t]["splits"] == [{"name": "train", "num_examples": len(frames[t])}]
+        if t in with_rows:
+            assert [f["name"] for f in info[t]["features"]] == columns  # every column, in order
+            (split,) = info[t]["splits"]
+            assert split["name"] == "train" and split["num_examples"] == len(frames[t]) and split["num_bytes"] > 0
+        assert f"### {t}\n" in body
         for c in columns:
             assert f"| `{c}` |" in body, (t, c)
+    assert "Empty tables (`gold_labels`)" in body
     feats = {f["name"]: f for f in info["annotations"]["features"]}
     assert feats["evidence"] == {"name": "evidence", "sequence": "int64"}
     assert feats["mode"] == {"name": "mode", "dtype": "string"}
