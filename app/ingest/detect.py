@@ -73,7 +73,7 @@ def _first_record_keys(path: str | os.PathLike, limit: int = 64) -> set[str]:
     keys: set[str] = set()
     try:
         with open(path, "rb") as f:
-            for prefix, event, value in ijson.parse(f, multiple_values=True):
+            for prefix, event, value in ijson.parse(f, multiple_values=True, buf_size=4096):
                 if prefix in ("", "item") and event == "map_key":
                     keys.add(value)
                     if len(keys) >= limit or value == "run_id":
