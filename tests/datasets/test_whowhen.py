@@ -130,3 +130,24 @@ def test_pages_and_annotation_api_show_attribution_and_trace_level_labels(engine
     assert page.status_code == 200 and "8 label(s) name no responsible agent" in page.text
     report = client.get("/api/v1/reports/outcomes?taxonomy=mast", headers=client.hdr["admin"])
     assert report.status_code == 200 and report.json()["labels_without_agent"] == 8
+
+
+def test_rest_zip_of_dataset_folders_is_detected_per_file(client, engine):
+    import io
+    import zipfile
+
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as z:
+        for p in sorted(WW.rglob("*.json")):
+            z.write(p, p.relative_to(DATA))
+        z.write(DATA / "MAD_full_bad.json", "mad/MAD_full_bad.json")
+    r = client.post("/api/v1/imports", files={"file": ("datasets.zip", buf.getvalue(), "application/zip")},
+                    headers=client.hdr["admin"])
+    assert r.status_code == 200, r.text
+    body = r.json()
+    assert (body["imported"], body["rejected"]) == (2 + 3, 2), body
+    assert {e["location"] for e in body["errors"]} == {
+        "datasets.zip/mad/MAD_full_bad.json:[1]: field trace.trajectory",
+        "datasets.zip/mad/MAD_full_bad.json:[2]: field trace_id"}
+    ok = client.get(f"/api/v1/runs/{HAND}", headers=client.hdr["admin"])
+    assert ok.status_code == 200 and ok.json()["audits"][0]["evidence"] == [4]
