@@ -196,8 +196,10 @@ _MAGENTIC_BLOCK = re.compile(
 #: Magentic-One's older log lines and Who&When's hand-crafted roles: `Orchestrator (-> WebSurfer)`,
 #: `Orchestrator (thought)`, `Orchestrator (termination condition)`
 ROLE_ARROW = re.compile(r"^(?P<actor>[^()\n]+?)\s*\((?:->\s*(?P<to>[^()\n]+?)|(?P<note>[^()\n]+?))\)\s*$")
+#: a log line `[timestamp], Name (...):` or `[timestamp], Name:`; without a timestamp only `Name (...):`
 _MAGENTIC_LINE = re.compile(
-    r"^(?:\[[^\]\n]*\][,:]?[ \t]*)?(?P<role>[A-Za-z_][\w.\- ]{0,60}? \((?:->[ \t]*[\w.\- ]+|[\w ]+)\)):", re.M)
+    r"^(?:\[[^\]\n]*\][,:]?[ \t]*(?P<role_ts>[A-Za-z_][\w.\- ]{0,60}?(?: \((?:->[ \t]*[\w.\- ]+|[\w ]+)\))?)"
+    r"|(?P<role>[A-Za-z_][\w.\- ]{0,60}? \((?:->[ \t]*[\w.\- ]+|[\w ]+)\))):", re.M)
 
 
 def parse_role(role: str) -> tuple[str, list[str], str | None]:
@@ -220,7 +222,7 @@ def _split_magentic(text: str) -> list[Segment]:
         return blocks
 
     def build(m):
-        actor, to, note = parse_role(m["role"])
+        actor, to, note = parse_role(m["role"] or m["role_ts"])
         data = {"note": note} if note else {}
         return Segment(m.start(), actor=_clean_actor(actor), recipients=[_clean_actor(t) for t in to],
                        kind="log" if note else "message", data=data)

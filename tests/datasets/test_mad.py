@@ -200,3 +200,20 @@ def test_rest_mad_json_matches_cli_export_and_blind_mode_refuses_annotators(clie
     run_cli("export", "--format", "mad", "--out", tmp_path)
     assert res.json() == json.loads((tmp_path / "MAD_full_dataset.json").read_text())
     assert client.get("/api/v1/exports/mad.json", headers=client.hdr["annotator"]).status_code == 403
+
+
+def test_other_log_variants_magentic_one_lines_and_ag2_console():
+    lines = ("[2024-10-01 10:00:00], Orchestrator (thought): The request is clear.\n"
+             "[2024-10-01 10:00:01], Orchestrator (-> WebSurfer): Search for the page.\n"
+             "[2024-10-01 10:00:09], WebSurfer: I searched for the page.\n"
+             "[2024-10-01 10:00:12], Orchestrator (-> FileSurfer): Open the file.\n")
+    style, segs = split_trajectory(lines, "Magentic-One")
+    assert style == "magentic-one"
+    assert [(s.actor, s.recipients, s.kind) for s in segs] == [
+        ("Orchestrator", [], "log"), ("Orchestrator", ["WebSurfer"], "message"), ("WebSurfer", [], "message"),
+        ("Orchestrator", ["FileSurfer"], "message")]
+    assert "".join(lines[s.start:s.end] for s in segs) == lines
+    console = ("user_proxy (to assistant):\n\nWhat is 2+2?\n\n" + "-" * 80 + "\nassistant (to user_proxy):\n\n4\n")
+    style, segs = split_trajectory(console, "AG2")
+    assert style == "ag2"
+    assert [(s.actor, s.recipients) for s in segs] == [("user_proxy", ["assistant"]), ("assistant", ["user_proxy"])]
