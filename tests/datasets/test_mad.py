@@ -161,6 +161,9 @@ def test_rest_human_file_three_annotators_agreement_matches_hand_computation(cli
     assert rows["1.1"]["percent"]["value"] == pytest.approx(2 / 3)
     assert rows["1.1"]["fleiss_kappa"]["value"] == pytest.approx(1 / 3)
     assert rows["1.1"]["prevalence"] == pytest.approx(0.5)
+    #   Cohen, pairwise over the 4 runs: a1 (1,1,0,1), a2 (1,1,0,0), a3 (1,0,0,0)
+    #   a1-a2: po 3/4, pe 3/4*1/2 + 1/4*1/2 = 1/2 -> 1/2; a1-a3: po 1/2, pe 3/8 -> 1/5; a2-a3: po 3/4, pe 1/2 -> 1/2
+    assert rows["1.1"]["cohen_kappa"]["value"] == pytest.approx((0.5 + 0.2 + 0.5) / 3)
     # mode 2.1: only run h3, by all three -> P_bar = 1, p(1) = 3/12 -> P_e = 0.625 -> kappa 1
     assert rows["2.1"]["fleiss_kappa"]["value"] == pytest.approx(1.0)
     assert rows["2.1"]["percent"]["value"] == pytest.approx(1.0)
