@@ -141,13 +141,16 @@ def test_rest_zip_of_dataset_folders_is_detected_per_file(client, engine):
         for p in sorted(WW.rglob("*.json")):
             z.write(p, p.relative_to(DATA))
         z.write(DATA / "MAD_full_bad.json", "mad/MAD_full_bad.json")
+        for p in sorted(WW_BAD.glob("*.json")):
+            z.write(p, p.relative_to(DATA))
     r = client.post("/api/v1/imports", files={"file": ("datasets.zip", buf.getvalue(), "application/zip")},
                     headers=client.hdr["admin"])
     assert r.status_code == 200, r.text
     body = r.json()
-    assert (body["imported"], body["rejected"]) == (2 + 3, 2), body
+    assert (body["imported"], body["rejected"]) == (2 + 3 + 1, 2 + 2), body
     assert {e["location"] for e in body["errors"]} == {
         "datasets.zip/mad/MAD_full_bad.json:[1]: field trace.trajectory",
-        "datasets.zip/mad/MAD_full_bad.json:[2]: field trace_id"}
+        "datasets.zip/mad/MAD_full_bad.json:[2]: field trace_id",
+        "datasets.zip/whowhen_bad/4.json: field history", "datasets.zip/whowhen_bad/5.json:1"}
     ok = client.get(f"/api/v1/runs/{HAND}", headers=client.hdr["admin"])
     assert ok.status_code == 200 and ok.json()["audits"][0]["evidence"] == [4]
