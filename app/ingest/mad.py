@@ -11,9 +11,10 @@ marks are all ``null`` is not annotated, all zeros is an explicit "no failure fo
 
 Human-labelled file: ``{round, mas_name, benchmark_name, trace_id, trace (text), annotations:
 [{"failure mode": "<code> <name>\\n<definition>", "annotator_1": bool, "annotator_2": bool,
-"annotator_3": bool}]}``. One run per record, id ``mad-human/<round>/<mas_name>/<benchmark>/<trace_id>``;
-each annotator becomes the human annotator ``mad:annotator_N`` whose labels are the modes it
-marked, under the taxonomy of the round: ``Round 1`` the 18-mode draft (``mast-draft-r1``),
+"annotator_3": bool}]}``. One run per record, id
+``mad-human/<round>/<mas_name>/<benchmark>/<trace_id>`` (spaces in id parts become ``_``:
+``Round_2``); each annotator becomes the human annotator ``mad:annotator_N`` whose labels are the
+modes it marked, under the taxonomy of the round: ``Round 1`` the 18-mode draft (``mast-draft-r1``),
 ``Round 2``/``Round 3`` the 17-mode draft (``mast-draft-r2``), later rounds the published 14
 (``mast``). A code outside the round's taxonomy is reported in ``metadata.import_warnings`` and
 kept (in ``metadata.mad``), never mapped by guess. The name and definition text each record
