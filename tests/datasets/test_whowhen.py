@@ -123,6 +123,12 @@ def test_pages_and_annotation_api_show_attribution_and_trace_level_labels(engine
     assert page.status_code == 200 and "attribution" in page.text and "whowhen:annotators" in page.text
     mad = client.get("/runs/mad/ChatDev/GPT-4o/1/chatdev_tip_1?taxonomy=mast")
     assert mad.status_code == 200 and "judge:mast-llm" in mad.text
+    adj = client.get(f"/adjudicate/{HAND}?taxonomy=mast")  # attribution-only labels: nothing to adjudicate
+    assert adj.status_code == 200, adj.text
+    adj_mad = client.get("/api/v1/adjudication/mad/ChatDev/GPT-4o/1/chatdev_tip_1?taxonomy=mast",
+                         headers=client.hdr["admin"])
+    assert adj_mad.status_code == 200, adj_mad.text
+    assert {(c["mode"], c["agent"]) for c in adj_mad.json()["candidates"]} == {("1.1", None), ("3.2", None)}
     dash = client.get("/agreement?taxonomy=mast&include_judges=true&n_boot=0")
     assert dash.status_code == 200 and "8 label(s) name no responsible agent" in dash.text
     assert "2 label(s) are attribution-only" in dash.text
