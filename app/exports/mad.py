@@ -81,7 +81,7 @@ def _record(session: Session, run: Run, codes: list[str], marked: set[str] | Non
         else:
             annotation = original
         trace = {"key": mad.get("trace_key"), "index": mad.get("trace_index"),
-                 "trajectory": trajectory_from_events(events)}
+                 "trajectory": trajectory_from_events(events, mad.get("nul_offsets"))}
         trace.update(mad.get("trace_extra") or {})
         rec = {"mas_name": mad.get("mas_name"), "llm_name": mad.get("llm_name"),
                "benchmark_name": mad.get("benchmark_name"), "trace_id": mad.get("trace_id"), "trace": trace,

@@ -341,9 +341,28 @@ def split_trajectory(text: str, mas_name: Any = None) -> tuple[str | None, list[
     return style, [s for s in out if s.end > s.start]
 
 
-def trajectory_from_events(events: list[dict[str, Any]]) -> str:
-    """The raw trajectory text back from a MAD run's events (their contents joined)."""
-    return "".join(e.get("content") or "" for e in events)
+NUL_STANDIN = "\ufffd"
+
+
+def storable_text(text: str) -> tuple[str, list[int]]:
+    """Returns (text with each NUL character, which no database column holds, replaced by U+FFFD,
+    the offsets of the NULs), so that the raw text can be given back exactly."""
+    if "\x00" not in text:
+        return text, []
+    return text.replace("\x00", NUL_STANDIN), [i for i, c in enumerate(text) if c == "\x00"]
+
+
+def trajectory_from_events(events: list[dict[str, Any]], nul_offsets: list[int] | None = None) -> str:
+    """The raw trajectory text back from a MAD run's events (their contents joined; the NULs at
+    `nul_offsets`, stored as U+FFFD, put back)."""
+    text = "".join(e.get("content") or "" for e in events)
+    if nul_offsets:
+        chars = list(text)
+        for i in nul_offsets:
+            if 0 <= i < len(chars) and chars[i] == NUL_STANDIN:
+                chars[i] = "\x00"
+        text = "".join(chars)
+    return text
 
 
 # --------------------------------------------------------------------------- records -> runs
@@ -428,6 +447,11 @@ def full_record_to_run(obj: dict[str, Any]) -> tuple[dict[str, Any] | None, str 
         return None, "trace_id", "required: trace_id or trace.key (a run needs an id)"
     mas, llm = obj.get("mas_name"), obj.get("llm_name")
     run_id = _run_id("mad", [mas, llm, obj.get("trace_id"), trace.get("key", trace.get("index"))])
+    digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+    text, nuls = storable_text(text)
+    if nuls:
+        warnings.append(f"trace.trajectory: {len(nuls)} NUL character(s) stored as U+FFFD (offsets in "
+                        "metadata.mad.nul_offsets; the MAD export puts them back)")
     style, events, agents = _events_and_agents(text, mas, llm)
     marks = obj.get("mast_annotation")
     audits: list[dict] = []
@@ -464,8 +488,9 @@ def full_record_to_run(obj: dict[str, Any]) -> tuple[dict[str, Any] | None, str 
         audited_by.append({"source": JUDGE_SOURCE, "taxonomy": PUBLISHED})
     mad_meta = {"file": "full", "mas_name": mas, "llm_name": llm, "benchmark_name": obj.get("benchmark_name"),
                 "trace_id": obj.get("trace_id"), "trace_key": trace.get("key"), "trace_index": trace.get("index"),
-                "style": style, "mast_annotation": marks,
-                "trajectory_sha256": hashlib.sha256(text.encode("utf-8")).hexdigest()}
+                "style": style, "mast_annotation": marks, "trajectory_sha256": digest}
+    if nuls:
+        mad_meta["nul_offsets"] = nuls
     extra_trace = {k: v for k, v in trace.items() if k not in ("key", "index", "trajectory")}
     if extra_trace:
         mad_meta["trace_extra"] = extra_trace
@@ -499,6 +524,10 @@ def human_record_to_run(obj: dict[str, Any]) -> tuple[dict[str, Any] | None, str
     if rnd is None:
         warnings.append("round: missing; labels taken under the published MAST taxonomy (mast)")
     run_id = _run_id("mad-human", [rnd, mas, obj.get("benchmark_name"), obj.get("trace_id")])
+    digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+    text, nuls = storable_text(text)
+    if nuls:
+        warnings.append(f"trace: {len(nuls)} NUL character(s) stored as U+FFFD (offsets in metadata.mad.nul_offsets)")
     style, events, agents = _events_and_agents(text, mas, obj.get("llm_name"))
     anns = obj.get("annotations")
     if not isinstance(anns, list):
@@ -544,8 +573,9 @@ def human_record_to_run(obj: dict[str, Any]) -> tuple[dict[str, Any] | None, str
             audits.append({"source": f"mad-{source}", "mode": code, "metadata": dict(who)})
     mad_meta = {"file": "human", "round": rnd, "taxonomy": tax_key, "mas_name": mas,
                 "benchmark_name": obj.get("benchmark_name"), "trace_id": obj.get("trace_id"), "style": style,
-                "modes": modes, "annotations": anns, "unmapped_codes": unmapped,
-                "trajectory_sha256": hashlib.sha256(text.encode("utf-8")).hexdigest()}
+                "modes": modes, "annotations": anns, "unmapped_codes": unmapped, "trajectory_sha256": digest}
+    if nuls:
+        mad_meta["nul_offsets"] = nuls
     metadata: dict[str, Any] = {"mad": mad_meta, "audited_by": audited_by}
     for k, v in obj.items():
         if k not in HUMAN_KEYS:

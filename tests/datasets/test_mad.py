@@ -220,3 +220,19 @@ def test_other_log_variants_magentic_one_lines_and_ag2_console():
     style, segs = split_trajectory(console, "AG2")
     assert style == "ag2"
     assert [(s.actor, s.recipients) for s in segs] == [("user_proxy", ["assistant"]), ("assistant", ["user_proxy"])]
+
+
+def test_nul_characters_in_a_trajectory_are_kept_through_the_round_trip(engine, run_cli, tmp_path):
+    record = json.loads(FULL.read_text())[1]
+    record["trace"]["trajectory"] = record["trace"]["trajectory"].replace("is_prime(7)", "is_prime(\x007)\x00")
+    src = tmp_path / "nul.json"
+    src.write_text(json.dumps([record]))
+    res = run_cli("import", src)
+    assert res.output.strip().splitlines()[-1] == "imported 1, unchanged 0, rejected 0", res.output
+    (run,) = _runs_from_db(engine).values()
+    assert "\x00" not in "".join(e["content"] for e in run["events"])
+    assert len(run["metadata"]["mad"]["nul_offsets"]) == 2
+    assert any("NUL" in w for w in run["metadata"]["import_warnings"])
+    run_cli("export", "--format", "mad", "--out", tmp_path / "out")
+    (back,) = json.loads((tmp_path / "out" / "MAD_full_dataset.json").read_text())
+    assert back == record
