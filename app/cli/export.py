@@ -22,7 +22,8 @@ def _split(values: tuple[str, ...]) -> list[str]:
 @click.option("--annotator", default=None,
               help="mad: whose MAST labels fill mast_annotation (default judge:mast-llm, MAD's LLM judge).")
 @click.option("--tables", multiple=True,
-              help="Tables to export (repeat or comma-separate); default every table available in the format.")
+              help="Tables to export (repeat or comma-separate); default every table available in the format "
+                   "(csv, parquet, jsonl; hf and mad write their fixed sets).")
 @click.option("--source", default="auto", show_default=True,
               help="Report tables: which labels count (auto, gold, majority, annotator:NAME).")
 @click.option("--taxonomy", default=None, help="Report tables: taxonomy version; default latest a2-failures.")
