@@ -310,6 +310,9 @@ def save_annotation(session: Session, user: User, run: Run, taxonomy: Taxonomy, 
     ann.time_ms = min((ann.time_ms or 0) + time_ms, MAX_TIME_MS)  # the total saturates
     ann.updated_at = now
     ann.submitted_at = now if status == "submitted" else None
+    from app.detectors.service import mark_hints
+
+    mark_hints(session, ann, user, run)  # whether detector hints were on for this annotator and run
     session.add(ann)
     session.flush()
     for lab in clean:

@@ -21,7 +21,14 @@ import re
 from typing import Any
 
 from app.detectors.base import Candidate, Detector, Run, agents_by_id, is_shared, merge
-from app.detectors.text import leaves, norm_text, numbers_in_text, parse_number, same_number, significant_digits
+from app.detectors.text import (
+    leaves,
+    norm_text,
+    numbers_in_text,
+    parse_number,
+    same_number,
+    significant_digits,
+)
 
 NAME = "leak"
 VERSION = "1"

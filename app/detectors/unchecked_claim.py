@@ -15,7 +15,16 @@ from __future__ import annotations
 from typing import Any
 
 from app.detectors.base import Candidate, Detector, Run, agents_by_id, is_shared, merge
-from app.detectors.text import last_key, leaves, norm_text, numbers_in_text, parse_date, parse_number, same_number, same_value
+from app.detectors.text import (
+    last_key,
+    leaves,
+    norm_text,
+    numbers_in_text,
+    parse_date,
+    parse_number,
+    same_number,
+    same_value,
+)
 
 NAME = "unchecked_claim"
 VERSION = "1"
