@@ -2,8 +2,9 @@
 
 What counts:
 
-* numbers of the private state (at least `MIN_DIGITS` digits, so "3" or "12" do not match the
-  day of a date or a count) found in the event's text in any usual spelling (18500, 18,500,
+* numbers of the private state (at least `MIN_DIGITS` digits; in the text a one- or two-digit
+  number counts only with a currency sign or a unit word after it, so "clause 24" is not the
+  value 24) found in the event's text in any usual spelling (18500, 18,500,
   18.5k, $18,500.00, "eighteen thousand five hundred"); a number that merely looks similar
   (18,050, 185,000) is a different number and does not match;
 * text values of the private state of at least `MIN_TEXT` characters found in the event's text
@@ -90,7 +91,7 @@ def detect(run: Run) -> list[Candidate]:
         if not is_shared(e):
             continue
         text = _event_text(e, tool_text.get(actor, []))
-        said = numbers_in_text(text)
+        said = numbers_in_text(text, short_needs_unit=True)
         stated = _data_numbers(e)
         if actor in private:
             nums, texts = private[actor]

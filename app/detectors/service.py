@@ -370,3 +370,11 @@ def score_report(session: Session, *, reference: str = "truth", level: str = "ru
     return {"taxonomy": f"{tax.key}@{tax.version}", "reference": reference, "level": level,
             "n_reference_runs": len(ref), "confidence": confidence, "n_boot": n_boot, "sources": sources,
             "problems": list(reg.problems)}
+
+
+def page_hints(session: Session, user: User, run: Run, tax: Taxonomy) -> list[dict[str, Any]] | None:
+    """The hints for the labeling panel: the run's detector labels when hints are on for this
+    annotator's batch of the run, else None (no hints shown at all)."""
+    if not hints_enabled(session, user.id, run.id):
+        return None
+    return run_hints(session, run.id, tax)

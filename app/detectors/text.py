@@ -69,13 +69,23 @@ def _word_numbers(text: str) -> Iterator[float]:
             seen = False
 
 
-def numbers_in_text(text: str | None) -> list[float]:
-    """Every number in `text`, in its usual spellings, dates and times excluded."""
+_UNIT_AFTER = re.compile(r"\s?(?:%|[a-z]{2,})", re.I)
+
+
+def numbers_in_text(text: str | None, *, short_needs_unit: bool = False) -> list[float]:
+    """Every number in `text`, in its usual spellings, dates and times excluded. With
+    `short_needs_unit`, a bare number of one or two digits counts only with a currency sign,
+    a scale or a unit word after it ("30 months", "$45"), so "clause 24" or "item 3)" are not
+    values."""
     if not text:
         return []
     clean = strip_dates(text)
     out = []
     for m in _NUMBER.finditer(clean):
+        if short_needs_unit and not m.group("cur") and not m.group("suf") and not m.group("frac") \
+                and len(m.group("int").replace(",", "").lstrip("0")) < 3 \
+                and not _UNIT_AFTER.match(clean, m.end()):
+            continue
         whole = float(m.group("int").replace(",", ""))
         frac = m.group("frac")
         value = whole + (float(f"0.{frac}") if frac else 0.0)
