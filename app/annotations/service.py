@@ -347,6 +347,7 @@ def annotations_to_api(session: Session, anns: Sequence[Annotation]) -> list[dic
                         "evidence": list(lab.evidence or []), "note": lab.note, "confidence": lab.confidence,
                         "time_ms": lab.time_ms} for lab in labels.get(a.id, [])],
             "started_at": _iso(a.started_at), "updated_at": _iso(a.updated_at), "submitted_at": _iso(a.submitted_at),
+            "hints_on": a.hints_on, "source_version": a.source_version,
         })
     return out
 

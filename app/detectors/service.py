@@ -372,9 +372,12 @@ def score_report(session: Session, *, reference: str = "truth", level: str = "ru
             "problems": list(reg.problems)}
 
 
-def page_hints(session: Session, user: User, run: Run, tax: Taxonomy) -> list[dict[str, Any]] | None:
-    """The hints for the labeling panel: the run's detector labels when hints are on for this
-    annotator's batch of the run, else None (no hints shown at all)."""
+def page_hints(session: Session, user: User, run: Run, tax: Taxonomy) -> dict[str, Any] | None:
+    """The hints for the labeling panel, ``{"labels": [...], "ran": bool}`` (``ran``: some
+    detector has run on this run), when hints are on for this annotator's batch of the run;
+    else None (no hints shown at all)."""
     if not hints_enabled(session, user.id, run.id):
         return None
-    return run_hints(session, run.id, tax)
+    ran = session.exec(select(Annotation.id).where(Annotation.run_pk == run.id, Annotation.taxonomy_pk == tax.id,
+                                                   Annotation.origin == ORIGIN)).first() is not None
+    return {"labels": run_hints(session, run.id, tax), "ran": ran}
