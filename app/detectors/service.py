@@ -301,7 +301,8 @@ def _reference(session: Session, tax: Taxonomy, reference: str) -> dict[str, set
 
 def score_report(session: Session, *, reference: str = "truth", level: str = "run", n_boot: int = 1000,
                  seed: int = 0, confidence: float = 0.95, taxonomy: str | None = None) -> dict[str, Any]:
-    """Each detector (and the human labels made with hints on / off) against the demo's seeded
+    """Each detector (then, on the detectors' modes, every other machine judge and the human labels
+    made with hints on / off) against the demo's seeded
     truth (``reference="truth"``) or the adjudicated gold labels (``"gold"``), per mode the
     detector maps to: precision, recall, F1 with intervals (see `app.detectors.scoring`)."""
     from app.detectors.scoring import score_source
@@ -319,6 +320,7 @@ def score_report(session: Session, *, reference: str = "truth", level: str = "ru
     versions: dict[str, set[str]] = {}
     emitted: dict[str, set[str]] = {}
     human_units: dict[str, dict[Any, tuple[str, set]]] = {"humans, hints on": {}, "humans, hints off": {}}
+    judge_units: dict[str, dict[Any, tuple[str, set]]] = {}
     rows = session.execute(
         select(Annotation.id, User.username, User.kind, Annotation.origin, Annotation.hints_on,
                Annotation.source_version, Run.run_id)
@@ -332,6 +334,9 @@ def score_report(session: Session, *, reference: str = "truth", level: str = "ru
             units.setdefault(username, {})[(username, run_id)] = (run_id, set())
             versions.setdefault(username, set()).add(version or "?")
             ann_info[aid] = (units[username], (username, run_id), username)
+        elif kind == "judge":
+            judge_units.setdefault(username, {})[(username, run_id)] = (run_id, set())
+            ann_info[aid] = (judge_units[username], (username, run_id), None)
         elif kind == "human" and origin == "human":
             group = "humans, hints on" if hints_on else "humans, hints off"
             human_units[group][(username, run_id)] = (run_id, set())
@@ -362,11 +367,12 @@ def score_report(session: Session, *, reference: str = "truth", level: str = "ru
                            confidence=confidence)
         sources.append({"source": username, "kind": "detector", "versions": sorted(versions[username]),
                         "registered": d is not None, **res})
-    for group, us in human_units.items():
+    for group, us in [*sorted(judge_units.items()), *human_units.items()]:
         if us and all_modes:
             res = score_source(us, ref, sorted(all_modes), level=level, n_boot=n_boot, seed=seed,
                                confidence=confidence)
-            sources.append({"source": group, "kind": "humans", "versions": [], "registered": True, **res})
+            sources.append({"source": group, "kind": "humans" if group in human_units else "judge", "versions": [],
+                            "registered": True, **res})
     return {"taxonomy": f"{tax.key}@{tax.version}", "reference": reference, "level": level,
             "n_reference_runs": len(ref), "confidence": confidence, "n_boot": n_boot, "sources": sources,
             "problems": list(reg.problems)}

@@ -34,10 +34,13 @@ _UNITS = {w: i for i, w in enumerate(
 _TENS = {w: 10 * i for i, w in enumerate("_ _ twenty thirty forty fifty sixty seventy eighty ninety".split()) if i >= 2}
 _WORD_SCALES = {"hundred": 100, "thousand": 1000, "million": 1_000_000, "billion": 1_000_000_000}
 _WORD = re.compile(r"[a-z]+")
+_ANY_NUMBER_WORD = re.compile(r"\b(?:" + "|".join([*_UNITS, *_TENS]) + r")\b", re.I)
 
 
 def strip_dates(text: str) -> str:
     """`text` with dates and clock times replaced by a space (so their digits are not numbers)."""
+    if not any(ch.isdigit() for ch in text):
+        return text
     for pat in _DATE_PATTERNS:
         text = pat.sub(" ", text)
     return text
@@ -93,7 +96,8 @@ def numbers_in_text(text: str | None, *, short_needs_unit: bool = False) -> list
         if suf:
             value *= _SCALE[suf]
         out.append(round(value, 6))
-    out.extend(_word_numbers(clean))
+    if _ANY_NUMBER_WORD.search(clean):
+        out.extend(_word_numbers(clean))
     return out
 
 
@@ -119,23 +123,28 @@ def looks_like_date(value: str) -> bool:
     return parse_date(value) is not None
 
 
+_ISO_DATE = re.compile(r"(\d{4})-(\d{2})-(\d{2})(?:[T ].*)?")
+_MDY = re.compile(rf"(?:[a-z]+,?\s+)?({_MONTH_RE})\s+(\d{{1,2}})(?:st|nd|rd|th)?,?\s+(\d{{4}})", re.I)
+_DMY = re.compile(rf"(?:[a-z]+,?\s+)?(\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?({_MONTH_RE}),?\s+(\d{{4}})", re.I)
+
+
 def parse_date(value: Any) -> dt.date | None:
     """A date from an ISO string (``2026-03-12``, ``2026-03-12T10:00:00Z``) or an English one
     (``March 12, 2026``, ``12 Mar 2026``); None for anything else."""
-    if not isinstance(value, str):
+    if not isinstance(value, str) or not any(ch.isdigit() for ch in value):
         return None
     s = value.strip()
-    m = re.fullmatch(r"(\d{4})-(\d{2})-(\d{2})(?:[T ].*)?", s)
+    m = _ISO_DATE.fullmatch(s)
     if m:
         try:
             return dt.date(int(m[1]), int(m[2]), int(m[3]))
         except ValueError:
             return None
-    m = re.fullmatch(rf"(?:[a-z]+,?\s+)?({_MONTH_RE})\s+(\d{{1,2}})(?:st|nd|rd|th)?,?\s+(\d{{4}})", s, re.I)
+    m = _MDY.fullmatch(s)
     if m:
         month, day, year = m[1], m[2], m[3]
     else:
-        m = re.fullmatch(rf"(?:[a-z]+,?\s+)?(\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?({_MONTH_RE}),?\s+(\d{{4}})", s, re.I)
+        m = _DMY.fullmatch(s)
         if not m:
             return None
         day, month, year = m[1], m[2], m[3]

@@ -64,9 +64,14 @@ def _carries(e: dict[str, Any], value: Any) -> bool:
 def detect(run: Run) -> list[Candidate]:
     agents = agents_by_id(run)
     events = run.get("events") or []
+    held: dict[str, dict[str, list[Any]]] = {aid: _fields(a.get("private_state") or {}) for aid, a in agents.items()}
     found: list[Candidate] = []
     for i, claim in enumerate(events):
         peer = claim.get("actor")
+        if claim.get("kind") == "state_update" and peer in held:
+            for k, vs in _fields(claim.get("data")).items():  # the agent's own records so far
+                held[peer].setdefault(k, []).extend(vs)
+            continue
         if claim.get("kind") != "message" or not is_shared(claim) or peer not in agents \
                 or not isinstance(claim.get("data"), dict):
             continue
@@ -76,13 +81,9 @@ def detect(run: Run) -> list[Candidate]:
         for rec in claim.get("recipients") or []:
             if rec not in agents or rec == peer:
                 continue
-            held = _fields(agents[rec].get("private_state") or {})
-            for e in events[:i]:
-                if e.get("actor") == rec and e.get("kind") == "state_update":
-                    for k, vs in _fields(e.get("data")).items():
-                        held.setdefault(k, []).extend(vs)
-            contradicted = [(k, v, h) for k, vs in claimed.items() if k in held for v in vs
-                            if not any(same_value(v, x) for x in held[k]) for h in held[k][-1:]]
+            mine = held[rec]
+            contradicted = [(k, v, mine[k][-1]) for k, vs in claimed.items() if k in mine for v in vs
+                            if not any(same_value(v, x) for x in mine[k])]
             if not contradicted:
                 continue
             for e in events[i + 1:]:
