@@ -60,6 +60,8 @@ def detector_user(session: Session, name: str, cache: dict | None = None) -> Use
     if cache is not None and username in cache:
         return cache[username]
     user = session.exec(select(User).where(User.username == username)).first()
+    if user is not None and user.kind != "judge":
+        raise DetectError(f"user {username!r} is a {user.kind} account, not a detector")
     if user is None:
         user = User(username=username, role="annotator", kind="judge")
         session.add(user)

@@ -13,6 +13,7 @@ ROUTER_MODULES = [
     "app.agreement.views",
     "app.reports.views",
     "app.exports.views",
+    "app.detectors.views",
     "app.auth.views",
     "app.web.pages",
     "app.taxonomies.pages",

@@ -128,3 +128,27 @@ def test_admin_page_button_and_hints_per_batch(site):
         assert groups == {"humans, hints on": 1, "humans, hints off": 1}
     res = admin.post("/admin/detectors/hints", data={"csrf_token": token, "batch": "nope", "on": "true"})
     assert "no assignment batch &#39;nope&#39;" in res.text
+
+
+def test_rest_api(site):
+    app, engine = site
+    with Session(engine) as s:
+        from app.auth.service import create_token
+
+        adam = s.exec(select(User).where(User.username == "adam")).one()
+        alice = s.exec(select(User).where(User.username == "alice")).one()
+        tok_admin, tok_alice = create_token(s, adam), create_token(s, alice)
+        s.commit()
+    c = TestClient(app)
+    h = {"Authorization": f"Bearer {tok_admin}"}
+    lst = c.get("/api/v1/detectors", headers={"Authorization": f"Bearer {tok_alice}"}).json()
+    assert {d["name"]: d["mode"] for d in lst["detectors"]}["leak"] == "CF1"
+    r = c.post("/api/v1/detectors/run", json={"only": ["leak"], "run_ids": ["r1"]}, headers=h)
+    assert r.status_code == 200 and r.json()["labels"] == {"leak": 1} and r.json()["runs"] == 1
+    r = c.post("/api/v1/detectors/run", json={"only": ["zzz"]}, headers=h)
+    assert r.status_code == 422 and "unknown detector 'zzz'" in r.json()["detail"]
+    assert c.post("/api/v1/detectors/run", json={}, headers={"Authorization": f"Bearer {tok_alice}"}).status_code == 403
+    r = c.get("/api/v1/detectors/scores?n_boot=10&level=agent", headers=h)
+    assert r.status_code == 200 and r.json()["sources"][0]["source"] == "detector:leak"
+    assert c.get("/api/v1/detectors/scores?reference=x", headers=h).status_code == 422
+    assert c.get("/api/v1/detectors/scores", headers={"Authorization": f"Bearer {tok_alice}"}).status_code == 403

@@ -147,3 +147,16 @@ def test_scores_against_truth_and_gold(stored):
         assert (gr3["tp"], gr3["fp"], gr3["fn"]) == (1, 0, 0)
         with pytest.raises(det.DetectError):
             det.score_report(s, reference="nope")
+
+
+def test_detector_names_are_not_human_accounts(engine):
+    from app.auth.service import AuthError, create_user
+
+    with Session(engine) as s:
+        with pytest.raises(AuthError, match="reserved for detectors"):
+            create_user(s, "detector:leak", "annotator")
+        s.add(User(username="detector:leak", role="admin", kind="human"))  # made some other way
+        _store(s, leaky_run("r1"))
+        summary = det.detect_all(s)
+        assert summary.errors and "is a human account" in summary.errors[0]["error"]
+        assert s.exec(select(Annotation).where(Annotation.origin == "detector")).all() == []
