@@ -78,3 +78,13 @@ def test_short_number_needs_a_unit_to_be_a_value():
     state = {"target": {"term_months": 24}}
     assert detect(make_run([ev("buyer_agent", "seller_agent", "Could you confirm clause 24?")], buyer_state=state)) == []
     assert len(detect(make_run([ev("buyer_agent", "seller_agent", "We need 24 months.")], buyer_state=state))) == 1
+
+
+def test_private_field_sent_in_the_payload_under_its_own_name_is_a_leak():
+    run = _run(ev("buyer_agent", "seller_agent", "See attached.",
+                  data={"parts": [{"kind": "data", "data": {"budget_usd": 18500}}]}))
+    [c] = detect(run)
+    assert "budget_usd" in c.reason
+    run = _run(ev("buyer_agent", "seller_agent", "See attached.",
+                  data={"parts": [{"kind": "data", "data": {"offer_usd": 18500}}]}))
+    assert detect(run) == []  # the same number as an offer is the message's purpose
