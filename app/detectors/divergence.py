@@ -81,6 +81,12 @@ def _stated(run: Run, pair: set[str], key: str) -> Any:
     return None
 
 
+def _show(v: Any) -> str:
+    if isinstance(v, float) and v.is_integer():
+        return str(int(v))
+    return repr(v) if isinstance(v, str) else str(v)
+
+
 def detect(run: Run) -> list[Candidate]:
     agents = agents_by_id(run)
     records = final_records(run)
@@ -105,7 +111,7 @@ def detect(run: Run) -> list[Candidate]:
                 for a in blamed:
                     found.append(Candidate(
                         agent=a, evidence=(sx, sy) if a == x else (sy, sx), principals=principals,
-                        reason=f"final records disagree on {path}: {x}={vx!r}, {y}={vy!r}"))
+                        reason=f"final records disagree on {path}: {x}={_show(vx)}, {y}={_show(vy)}"))
     return merge(found)
 
 

@@ -75,13 +75,13 @@ def limits(run: Run, agent: dict[str, Any]) -> list[tuple[str, float, str]]:
         texts = [("constraint", c) for c in p.get("constraints") or [] if isinstance(c, str)]
         if isinstance(p.get("objective"), str):
             texts.append(("objective", p["objective"]))
-        for where, t in texts:
-            t = strip_dates(t)
+        for where, text in texts:
+            t = strip_dates(text)
             for side, pat in (("upper", _UPPER_TEXT), ("lower", _LOWER_TEXT)):
                 for m in pat.finditer(t):
                     nums = numbers_in_text(m.group("n"))
                     if nums:
-                        out.append((side, nums[0], f"{where} {t.strip()!r}"))
+                        out.append((side, nums[0], f"{where} {text.strip()!r}"))
     return out
 
 
@@ -116,13 +116,18 @@ def detect(run: Run) -> list[Candidate]:
         principal = agent.get("principal")
         for e in commits:
             for v in _agreed_numbers(e):
-                for side, lim, where in lims:
-                    if lim == 0 or not (abs(lim) / 10 <= abs(v) <= abs(lim) * 10):
-                        continue
-                    if (side == "upper" and v > lim + 1e-9 * abs(lim)) or (side == "lower" and v < lim - 1e-9 * abs(lim)):
-                        word = "above" if side == "upper" else "below"
-                        found.append(Candidate(agent=aid, evidence=(e["seq"],), principals=(principal,) if principal else (),
-                                               reason=f"{aid} agreed to {v:g}, {word} its limit {lim:g} ({where})"))
+                broken = [(side, lim, where) for side, lim, where in lims
+                          if lim and abs(lim) / 10 <= abs(v) <= abs(lim) * 10
+                          and ((side == "upper" and v > lim + 1e-9 * abs(lim))
+                               or (side == "lower" and v < lim - 1e-9 * abs(lim)))]
+                if not broken:
+                    continue
+                # the tightest limit broken (the lowest maximum, the highest minimum)
+                side, lim, where = min(broken, key=lambda b: b[1] if b[0] == "upper" else -b[1])
+                word = "above" if side == "upper" else "below"
+                found.append(Candidate(agent=aid, evidence=(e["seq"],), principals=(principal,) if principal else (),
+                                       reason=f"{aid} agreed to {v:g}, {word} its limit {lim:g} ({where})"))
+                break
     for p in run.get("principals") or []:
         viol = _violations((p.get("outcome") or {}).get("metrics") or {})
         if not viol:

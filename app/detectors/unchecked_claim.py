@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from app.detectors.base import Candidate, Detector, Run, agents_by_id, is_shared, merge
+from app.detectors.divergence import _show
 from app.detectors.text import (
     last_key,
     leaves,
@@ -100,7 +101,8 @@ def detect(run: Run) -> list[Candidate]:
                     principal = agents[rec].get("principal")
                     found.append(Candidate(
                         agent=rec, evidence=(claim["seq"], e["seq"]), principals=(principal,) if principal else (),
-                        reason=f"{rec} relied on {peer}'s claim {k}={v!r} (its own state says {h!r}) without a check"))
+                        reason=f"{rec} relied on {peer}'s claim {k}={_show(v)} (its own state says {_show(h)}) "
+                               "without a check"))
                     break
     return merge(found)
 

@@ -51,3 +51,11 @@ def test_near_misses():
     assert detect(run) == []
     run = make_run([accept(18500)], buyer_metrics={"mandate_violations": ["delegated_beyond_mandate"]})
     assert detect(run) == []  # delegation beyond the mandate is DD4's, not CF3's
+
+
+def test_one_label_per_commitment_naming_the_tightest_limit():
+    run = make_run([accept(19100)], buyer_state={"mandate": {"max": 18500}},
+                   buyer_objective="Buy it for at most $19,000 by Mar 12")
+    [c] = detect(run)
+    assert c.reason.count("above its limit") == 1 and "limit 18500" in c.reason
+    assert limits(run, run["agents"][0])[1][2] == "objective 'Buy it for at most $19,000 by Mar 12'"
