@@ -119,6 +119,19 @@ def parse_number(value: Any) -> float | None:
     return nums[0]
 
 
+_CURRENCY = {"$": "usd", "€": "eur", "£": "gbp", "dollars": "usd", "dollar": "usd", "euros": "eur", "euro": "eur"}
+
+
+def unit_of(value: Any) -> str:
+    """The unit written beside a number (``"$18,500"`` -> ``usd``, ``"45 days"`` -> ``days``; ""
+    when there is none), so that 45 days and 45 months are not the same value."""
+    if not isinstance(value, str):
+        return ""
+    rest = _NUMBER.sub(lambda m: f" {m.group('cur') or ''} ", value.lower())
+    words = [_CURRENCY.get(w, w) for w in re.findall(r"[$€£]|[a-z]+", rest)]
+    return " ".join(w for w in words if w not in _SCALE)
+
+
 def looks_like_date(value: str) -> bool:
     return parse_date(value) is not None
 
@@ -177,7 +190,8 @@ def same_value(x: Any, y: Any) -> bool:
         return dx == dy
     nx, ny = parse_number(x), parse_number(y)
     if nx is not None and ny is not None:
-        return same_number(nx, ny)
+        ux, uy = unit_of(x), unit_of(y)
+        return same_number(nx, ny) and (not ux or not uy or ux == uy)
     if x is None or y is None:
         return x is y
     return norm_text(x) == norm_text(y)

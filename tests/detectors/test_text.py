@@ -38,5 +38,7 @@ def test_same_value_compares_meaning_not_formatting():
     assert same_value("$18,500.00", 18500)
     assert same_value("2026-03-12", "Thursday, March 12, 2026")
     assert same_value("  Lakeside   MOTORS ", "lakeside motors")
+    assert same_value("$18,500", "18500 USD") and same_value("18.5k dollars", "$18,500.00")
+    assert not same_value("45 days", "45 months")
     assert not same_value("$18,500", 18050)
     assert not same_value("2026-03-12", "2026-03-13")
