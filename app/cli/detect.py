@@ -57,7 +57,7 @@ def detect(only: tuple[str, ...], run_ids: tuple[str, ...], list_only: bool, sco
 
     Each detector's labels on a run replace its previous ones there (idempotent); other
     annotations are never touched. A detector that fails on a run is reported and the others go
-    on (exit status 1 if any failed). Detectors: the built-ins, the `a2annotate.detectors` entry
+    on (exit status 1 and one `Error:` line if any failed; `--json` lists every failure). Detectors: the built-ins, the `a2annotate.detectors` entry
     points and the DETECTORS setting (see docs/detectors.md).
     """
     from sqlmodel import Session
@@ -81,8 +81,10 @@ def detect(only: tuple[str, ...], run_ids: tuple[str, ...], list_only: bool, sco
         summary = service.detect_all(session, only=names or None, run_ids=list(run_ids) or None)
     for p in summary.problems:
         echo_err(f"warning: {p}")
-    for e in summary.errors:
-        echo_err(f"error: run {e['run_id']}: detector {e['detector']}: {e['error']}")
     click.echo(json.dumps(summary.to_dict(), indent=2) if as_json else summary.line())
     if summary.errors:
-        raise SystemExit(1)
+        first = summary.errors[0]
+        names = sorted({e["detector"] for e in summary.errors})
+        raise click.ClickException(
+            f"{len(summary.errors)} detector failure(s) ({', '.join(names)}); first: run {first['run_id']}: "
+            f"detector {first['detector']}: {first['error']}" + ("" if as_json else " (--json lists them all)"))

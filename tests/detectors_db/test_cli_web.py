@@ -67,7 +67,11 @@ def test_cli_detect_list_only_score(engine, monkeypatch, tmp_path):
     monkeypatch.setattr(get_settings(), "detectors", f"{f}:broken")
     r = run(cli, ["detect"])
     assert r.exit_code == 1
-    assert "error: run r1: detector broken: KeyError: 'events'" in r.output
+    last = r.output.strip().splitlines()[-1]
+    assert last == ("Error: 1 detector failure(s) (broken); first: run r1: detector broken: KeyError: 'events' "
+                    "(bad.py:2) (--json lists them all)"), r.output
+    r = run(cli, ["detect", "--json"])
+    assert r.exit_code == 1 and json.loads(r.output[:r.output.rindex("}") + 1])["errors"][0]["detector"] == "broken"
     with Session(engine) as s:
         assert len(_anns(s, "detector:divergence")) == 1 and _anns(s, "detector:broken") == []
 
