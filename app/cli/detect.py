@@ -31,10 +31,21 @@ def score_text(rep: dict[str, Any]) -> str:
             rows.append([s["source"], r["mode"], str(r["n_units"]), str(r["tp"]), str(r["fp"]), str(r["fn"]),
                          _cell(r["precision"], r["precision_ci"]), _cell(r["recall"], r["recall_ci"]),
                          _cell(r["f1"], r["f1_ci"])])
+    from app.cli.agreement import coefficient_cell
+
+    tail = ["", "Agreement among the human annotators, with detector hints on vs off (all modes pooled):"]
+    for name, side in (rep.get("human_agreement") or {}).items():
+        if side["overall"] is None:
+            tail.append(f"  {name}: no submitted annotations")
+            continue
+        o = side["overall"]
+        tail.append(f"  {name}: {side['n_submissions']} submissions, {side['n_units']} units; percent "
+                    f"{coefficient_cell(o['percent'])}, kappa (Fleiss) {coefficient_cell(o['fleiss_kappa'])}, "
+                    f"alpha {coefficient_cell(o['krippendorff_alpha'])}")
     if not rows:
-        return head + "\nNo detector labels on runs with a reference yet (run `a2annotate detect`)."
+        return head + "\nNo detector labels on runs with a reference yet (run `a2annotate detect`)." + "\n".join(tail)
     return head + "\n\n" + _table(rows, ["source", "mode", "runs", "tp", "fp", "fn", "precision", "recall", "F1"],
-                                  [False, False, True, True, True, True, False, False, False])
+                                  [False, False, True, True, True, True, False, False, False]) + "\n" + "\n".join(tail)
 
 
 @click.command()

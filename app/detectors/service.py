@@ -377,6 +377,8 @@ def score_report(session: Session, *, reference: str = "truth", level: str = "ru
                             "registered": True, **res})
     return {"taxonomy": f"{tax.key}@{tax.version}", "reference": reference, "level": level,
             "n_reference_runs": len(ref), "confidence": confidence, "n_boot": n_boot, "sources": sources,
+            "human_agreement": hinted_agreement(session, n_boot=n_boot, seed=seed, confidence=confidence,
+                                                taxonomy=f"{tax.key}@{tax.version}"),
             "problems": list(reg.problems)}
 
 
@@ -389,3 +391,37 @@ def page_hints(session: Session, user: User, run: Run, tax: Taxonomy) -> dict[st
     ran = session.exec(select(Annotation.id).where(Annotation.run_pk == run.id, Annotation.taxonomy_pk == tax.id,
                                                    Annotation.origin == ORIGIN)).first() is not None
     return {"labels": run_hints(session, run.id, tax), "ran": ran}
+
+
+HINT_COEFFICIENTS = ("percent", "fleiss_kappa", "krippendorff_alpha")
+
+
+def hinted_agreement(session: Session, *, n_boot: int = 200, seed: int = 0, taxonomy: str | None = None,
+                     confidence: float = 0.95) -> dict[str, Any]:
+    """Agreement among the human annotators, computed separately over the annotations made with
+    detector hints on and over those made with hints off (the same machinery and coefficients as
+    `a2annotate agreement`, all modes pooled): ``{"hints on": {...}, "hints off": {...}}`` with
+    ``n_submissions``, ``n_units`` and ``overall`` (``percent``, ``fleiss_kappa``,
+    ``krippendorff_alpha``, each ``{"value", "n_units", "ci", "reason"?}``), or ``overall: None``
+    when that side has no submissions."""
+    from app.agreement.service import load_agreement_data
+    from app.agreement.units import agreement_report
+
+    data = load_agreement_data(session, taxonomy=taxonomy)
+    flags = {(u, r): bool(h) for u, r, h in session.execute(
+        select(User.username, Run.run_id, Annotation.hints_on).join(User, User.id == Annotation.user_id)
+        .join(Run, Run.id == Annotation.run_pk)
+        .where(Annotation.taxonomy_pk == data.taxonomy.id, Annotation.status == "submitted", User.kind == "human"))}
+    out: dict[str, Any] = {}
+    for name, want in (("hints on", True), ("hints off", False)):
+        s_mask = [flags.get((a, r), False) == want for a, r in zip(data.submissions["annotator"], data.submissions["run_id"])]
+        l_mask = [flags.get((a, r), False) == want for a, r in zip(data.labels["annotator"], data.labels["run_id"])]
+        subs, labs = data.submissions[s_mask], data.labels[l_mask]
+        if subs.empty:
+            out[name] = {"n_submissions": 0, "n_units": 0, "overall": None}
+            continue
+        rep = agreement_report(labs, subs, data.modes, data.mode_category, data.agents, n_boot=n_boot, seed=seed,
+                               coefficients=HINT_COEFFICIENTS, confidence=confidence)
+        out[name] = {"n_submissions": len(subs), "n_units": rep["n_units"],
+                     "overall": {c: rep["overall"][c] for c in HINT_COEFFICIENTS}}
+    return out

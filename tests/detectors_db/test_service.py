@@ -160,3 +160,34 @@ def test_detector_names_are_not_human_accounts(engine):
         summary = det.detect_all(s)
         assert summary.errors and "is a human account" in summary.errors[0]["error"]
         assert s.exec(select(Annotation).where(Annotation.origin == "detector")).all() == []
+
+
+def test_hinted_and_unhinted_agreement_are_computed_apart(engine):
+    from app.annotations.models import Assignment
+
+    with Session(engine) as s:
+        for r in ("r1", "r2", "r3"):
+            _store(s, leaky_run(r))
+        tax = resolve_taxonomy(s, None)
+        users = {n: make_user(s, n) for n in ("h1", "h2", "u1", "u2")}
+        for n, u in users.items():
+            for r in ("r1", "r2", "r3"):
+                s.add(Assignment(run_pk=get_run(s, r).id, user_id=u.id, taxonomy_pk=tax.id,
+                                 batch="pilot" if n.startswith("h") else "control"))
+        s.flush()
+        det.set_hints(s, "pilot", True)
+        cf1 = {"mode": "CF1", "agent": "buyer_agent", "evidence": [2]}
+        gr3 = {"mode": "GR3", "agent": "seller_agent", "evidence": [3]}
+        plan = {"h1": [[cf1], [cf1], [gr3]], "h2": [[cf1], [cf1], [gr3]],   # hinted pair: identical
+                "u1": [[cf1], [gr3], [cf1]], "u2": [[gr3], [cf1], [gr3]]}   # unhinted pair: always apart
+        for n, per_run in plan.items():
+            for r, labels in zip(("r1", "r2", "r3"), per_run):
+                save_annotation(s, users[n], get_run(s, r), tax, labels, status="submitted")
+        s.flush()
+        assert {a.hints_on for a in s.exec(select(Annotation).where(Annotation.origin == "human"))} == {True, False}
+        res = det.hinted_agreement(s, n_boot=0)
+        on, off = res["hints on"], res["hints off"]
+        assert on["n_submissions"] == off["n_submissions"] == 6
+        assert on["overall"]["percent"]["value"] == pytest.approx(1.0)
+        assert off["overall"]["percent"]["value"] < 1.0
+        assert on["overall"]["krippendorff_alpha"]["value"] > off["overall"]["krippendorff_alpha"]["value"]
