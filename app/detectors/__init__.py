@@ -139,30 +139,33 @@ def _candidate(c: Any) -> Candidate:
 
 def run_one(detector: Detector, run: Run, modes: Mapping[str, str], valid_modes: Iterable[str] | None = None
             ) -> DetectorResult:
-    """Run one detector on one run; exceptions become ``error`` (one line plus the location)."""
+    """Run one detector on one run; an exception (in the detector, or a malformed candidate)
+    becomes ``error`` (one line plus the location) and no labels."""
     res = DetectorResult(detector=detector)
     try:
         cands = [_candidate(c) for c in detector.detect(run) or []]
+        agents = {a["id"] for a in run.get("agents") or []}
+        seqs = {e["seq"] for e in run.get("events") or []}
+        principals = {p["id"] for p in run.get("principals") or []}
+        valid = set(valid_modes) if valid_modes is not None else None
+        for c in cands:
+            mode = c.mode or modes.get(detector.key) or modes.get(detector.name)
+            if mode is None or (valid is not None and mode not in valid):
+                res.dropped.append(f"no mode for detector key {detector.key!r}" if mode is None
+                                   else f"unknown mode {mode!r}")
+                continue
+            if not isinstance(c.agent, str) or c.agent not in agents or not c.evidence \
+                    or not {int(s) for s in c.evidence} <= seqs:
+                res.dropped.append(f"candidate names an unknown agent or event: {c.agent!r} {list(c.evidence)}")
+                continue
+            res.labels.append({"mode": mode, "agent": c.agent, "evidence": sorted({int(s) for s in c.evidence}),
+                               "principals": [p for p in c.principals if p in principals],
+                               "note": str(c.reason).replace("\x00", "\\u0000")[:2000]})
     except Exception as exc:  # noqa: BLE001 - reported, never stops the other detectors
         tb = traceback.extract_tb(exc.__traceback__)
         where = f" ({Path(tb[-1].filename).name}:{tb[-1].lineno})" if tb else ""
         res.error = f"{type(exc).__name__}: {exc}{where}"
-        return res
-    agents = {a["id"] for a in run.get("agents") or []}
-    seqs = {e["seq"] for e in run.get("events") or []}
-    principals = {p["id"] for p in run.get("principals") or []}
-    valid = set(valid_modes) if valid_modes is not None else None
-    for c in cands:
-        mode = c.mode or modes.get(detector.key) or modes.get(detector.name)
-        if mode is None or (valid is not None and mode not in valid):
-            res.dropped.append(f"no mode for detector key {detector.key!r}" if mode is None else f"unknown mode {mode!r}")
-            continue
-        if c.agent not in agents or not c.evidence or not set(c.evidence) <= seqs:
-            res.dropped.append(f"candidate names an unknown agent or event: {c.agent!r} {list(c.evidence)}")
-            continue
-        res.labels.append({"mode": mode, "agent": c.agent, "evidence": sorted(set(c.evidence)),
-                           "principals": [p for p in c.principals if p in principals],
-                           "note": c.reason[:2000]})
+        res.labels = []
     return res
 
 

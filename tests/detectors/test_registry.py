@@ -102,3 +102,13 @@ def test_user_detector_registered_as_an_entry_point(tmp_path, monkeypatch):
     [res] = run_detectors(_run(), [d], {})
     assert [lab["mode"] for lab in res.labels] == ["CF4"]
     sys.modules.pop("acme_checks", None)
+
+
+def test_a_detector_returning_garbage_is_an_error_not_a_crash():
+    bad = Detector(name="garbage", version="0", key="x", description="", detect=lambda run: [42])
+    worse = Detector(name="worse", version="0", key="x", description="",
+                     detect=lambda run: [Candidate(agent=["not", "hashable"], evidence=(0,), reason="r", mode="CF1")])
+    r1, r2, r3 = run_detectors(_run(), [bad, worse, *builtin_detectors()[:1]], {"x": "CF1", "private-value-leak": "CF1"})
+    assert r1.error.startswith("TypeError") and r1.labels == []
+    assert r2.error is None and r2.labels == [] and r2.dropped
+    assert r3.error is None and len(r3.labels) == 1
