@@ -32,8 +32,8 @@ def _cell(value, ci) -> str:
     return f"{value:.3f}" + (f" [{ci[0]:.2f}, {ci[1]:.2f}]" if ci else "")
 
 
-def main(quick: bool = False) -> list[str]:
-    n_runs = 300 if quick else 1000
+def main(quick: bool = False, n_runs: int | None = None) -> list[str]:
+    n_runs = n_runs or (300 if quick else 1000)
     corpus = generate_corpus(n_runs, seed=0)
     runs = [d.run for d in corpus]
     n_events = sum(len(r["events"]) for r in runs)
