@@ -110,10 +110,11 @@ def load_registry(settings_refs: str | Iterable[str] | None = None, *, use_entry
 
 
 def mode_map(definition: Mapping[str, Any]) -> dict[str, str]:
-    """{detector key or name: mode code} from a taxonomy definition's ``x-detectors`` lists."""
+    """{detector key or name: mode code} from a taxonomy definition's ``detectors`` lists on its
+    modes (``x-detectors`` is read too, for files written for other tools)."""
     out: dict[str, str] = {}
     for m in definition.get("modes") or []:
-        for key in m.get("x-detectors") or []:
+        for key in [*(m.get("detectors") or []), *(m.get("x-detectors") or [])]:
             out.setdefault(str(key), m["code"])
     return out
 

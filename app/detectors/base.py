@@ -6,9 +6,9 @@ changes), a taxonomy ``key`` and a ``detect(run) -> list[Candidate]`` function o
 normalized canonical run (the shape of `app.ingest.canonical.normalize_run` and of
 `app.runs.service.to_canonical`).
 
-Modes are not hard-coded: a taxonomy file maps detector keys to its modes with an
-``x-detectors: [key, ...]`` list on the mode (see ``taxonomy/a2-failures.yaml``). A candidate may
-name a ``mode`` itself (a user detector that knows its taxonomy); otherwise the mode comes from
+Modes are not hard-coded: a taxonomy file maps detector keys to its modes with a
+``detectors: [key, ...]`` list on the mode (part of the file schema, `app.taxonomies.schema`; see
+``taxonomy/a2-failures.yaml``). A candidate may name a ``mode`` itself (a user detector that knows its taxonomy); otherwise the mode comes from
 that mapping.
 """
 from __future__ import annotations

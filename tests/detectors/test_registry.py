@@ -112,3 +112,31 @@ def test_a_detector_returning_garbage_is_an_error_not_a_crash():
     assert r1.error.startswith("TypeError") and r1.labels == []
     assert r2.error is None and r2.labels == [] and r2.dropped
     assert r3.error is None and len(r3.labels) == 1
+
+
+def test_the_taxonomy_file_schema_checks_detector_keys(tmp_path):
+    import yaml
+
+    data = yaml.safe_load(TAXONOMY.read_text())
+    modes = {m["code"]: m for m in data["modes"]}
+    modes["GR1"]["detectors"] = ["private-value-leak"]  # already CF1's
+    modes["GR2"]["detectors"] = ["bad key!"]
+    f = tmp_path / "t.yaml"
+    f.write_text(yaml.safe_dump(data))
+    problems = validate_file(f)
+    assert any("detector 'private-value-leak' is already mapped to modes[" in p for p in problems), problems
+    assert any("detectors" in p and "bad key!" in p for p in problems), problems
+    del modes["GR1"]["detectors"], modes["GR2"]["detectors"]
+    modes["GR1"]["x-detectors"] = ["my_check"]
+    f.write_text(yaml.safe_dump(data))
+    assert validate_file(f) == []
+    assert mode_map(load_taxonomy_file(f).definition)["my_check"] == "GR1"
+
+
+def test_files_without_detectors_keep_their_normalized_shape():
+    """A mode without `detectors` normalizes exactly as before (so its file's content hash, and
+    its taxonomy version, do not change)."""
+    mast = load_taxonomy_file(get_settings().taxonomy_dir / "mast.yaml")
+    for m in mast.definition["modes"]:
+        assert {k for k in m if not k.startswith("x-")} == {"code", "name", "category", "definition", "boundary",
+                                                              "hint", "aliases"}
