@@ -6,7 +6,7 @@ from typing import Any
 
 import click
 
-from app.cli.common import checked_engine, echo_err, one_line_errors
+from app.cli.common import checked_engine, echo_err, is_tty, one_line_errors
 
 
 def _cell(value: float | None, ci: list[float] | None) -> str:
@@ -89,7 +89,16 @@ def detect(only: tuple[str, ...], run_ids: tuple[str, ...], list_only: bool, sco
             rep = service.score_report(session, reference=reference, level=level, n_boot=n_boot)
             click.echo(json.dumps(rep, indent=2) if as_json else score_text(rep))
             return
-        summary = service.detect_all(session, only=names or None, run_ids=list(run_ids) or None)
+        tty = is_tty()
+
+        def progress(sm: service.DetectSummary) -> None:
+            if sm.runs % 50 == 0:
+                click.echo(f"\r{sm.runs} runs ...", err=True, nl=False)
+
+        summary = service.detect_all(session, only=names or None, run_ids=list(run_ids) or None,
+                                     progress=progress if tty else None)
+        if tty:
+            click.echo("\r", err=True, nl=False)
     for p in summary.problems:
         echo_err(f"warning: {p}")
     click.echo(json.dumps(summary.to_dict(), indent=2) if as_json else summary.line())
