@@ -3,7 +3,7 @@
 * ``GET /api/v1/detectors``: the registered detectors and the mode each maps to (any user);
 * ``POST /api/v1/detectors/run``: run them on stored runs (admins), answers the summary;
 * ``GET /api/v1/detectors/scores``: precision, recall and F1 per mode with intervals against the
-  demo's seeded truth or the gold labels (reviewers and admins).
+  demo's seeded truth (admins) or the gold labels (reviewers and admins).
 
 Errors are ``{"detail": "..."}``: 422 for an unknown detector, run or parameter.
 """
@@ -22,6 +22,7 @@ from app.detectors import service as det
 router = APIRouter(prefix="/api/v1/detectors", tags=["detectors"], route_class=JsonErrorRoute,
                    dependencies=[Depends(api_csrf)])
 ERRORS = {422: {"description": "unknown detector, run or parameter; `detail` names it"}}
+SCORE_ERRORS = {**ERRORS, 403: {"description": "below reviewer; or `reference=truth` and not an admin"}}
 
 
 @router.get("", summary="Registered detectors",
@@ -54,10 +55,12 @@ def run_detectors(body: RunIn, session: SessionDep, user: AdminUser) -> dict[str
         raise HTTPException(422, str(exc)) from None
 
 
-@router.get("/scores", summary="Detector scores against truth or gold", responses=ERRORS,
+@router.get("/scores", summary="Detector scores against truth or gold", responses=SCORE_ERRORS,
             description="Per detector (then the other judges and the human labels made with hints on / off) and "
                         "mode: tp, fp, fn, precision and recall with Wilson intervals, F1 with a bootstrap "
-                        "interval over runs; against the demo's seeded truth or the adjudicated gold labels.")
+                        "interval over runs; against the demo's seeded truth (admins only, like the truth "
+                        "itself) or the adjudicated gold labels; `human_agreement`: agreement among the human "
+                        "annotators with hints on vs off.")
 def detector_scores(
     session: SessionDep, user: ReviewerUser,
     reference: Annotated[Literal["truth", "gold"], Query(description="Seeded demo truth or gold labels.")] = "truth",
@@ -65,6 +68,9 @@ def detector_scores(
     n_boot: Annotated[int, Query(ge=0, le=10_000, description="Bootstrap resamples for the F1 interval.")] = 1000,
     seed: Annotated[int, Query(ge=0, description="Seed of the bootstrap.")] = 0,
 ) -> dict[str, Any]:
+    if reference == "truth" and user.role != "admin":
+        raise HTTPException(403, "scores against the demo's seeded truth are for admins (the truth is withheld "
+                                 "from everyone else); use reference=gold")
     try:
         return det.score_report(session, reference=reference, level=level, n_boot=n_boot, seed=seed)
     except det.DetectError as exc:

@@ -156,3 +156,12 @@ def test_rest_api(site):
     assert r.status_code == 200 and r.json()["sources"][0]["source"] == "detector:leak"
     assert c.get("/api/v1/detectors/scores?reference=x", headers=h).status_code == 422
     assert c.get("/api/v1/detectors/scores", headers={"Authorization": f"Bearer {tok_alice}"}).status_code == 403
+    with Session(engine) as s:
+        from app.auth.service import create_token
+
+        rita = make_user(s, "rita", "reviewer")
+        tok_rita = create_token(s, rita)
+        s.commit()
+    hr = {"Authorization": f"Bearer {tok_rita}"}
+    assert c.get("/api/v1/detectors/scores", headers=hr).status_code == 403  # the truth is for admins
+    assert c.get("/api/v1/detectors/scores?reference=gold&n_boot=0", headers=hr).status_code == 200
