@@ -26,6 +26,7 @@ def main() -> None:
     from bench import bench_agreement, bench_import
 
     sections = [("Import", bench_import.main), ("Agreement", bench_agreement.main)]
+    from bench import bench_detectors; sections.append(("Detectors", bench_detectors.main))  # noqa: E702, I001
     out = ["# Benchmark results", "",
            f"Measured {dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC on: {machine()}.", "",
            "Machines here are shared and noisy: read the ratio column (against a baseline measured in the "

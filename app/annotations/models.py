@@ -43,6 +43,10 @@ class Annotation(SQLModel, table=True):
     started_at: datetime = Field(default_factory=utcnow)
     updated_at: datetime = Field(default_factory=utcnow)
     submitted_at: datetime | None = None
+    #: whether detector hints were shown to the annotator while labelling (None: not a human's labels)
+    hints_on: bool | None = None
+    #: the version of the program that made this annotation (detectors: `detector:<name>` version)
+    source_version: str | None = Field(default=None, max_length=100)
 
 
 class Label(SQLModel, table=True):

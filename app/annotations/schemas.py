@@ -59,13 +59,17 @@ class AnnotationOut(BaseModel):
     taxonomy: TaxonomyRef
     status: str
     no_failure: bool
-    origin: str = Field(description="`human` (made in the app), `import` (import-labels) or `audit` (run audits).")
+    origin: str = Field(description="`human` (made in the app), `import` (import-labels), `audit` (run audits) or "
+                                    "`detector` (a `detector:<name>` annotator).")
     time_ms: int = Field(description="Accumulated time on task, ms.")
     note: str | None
     labels: list[LabelOut]
     started_at: str | None
     updated_at: str | None
     submitted_at: str | None
+    hints_on: bool | None = Field(None, description="A human's annotation: whether detector hints were shown "
+                                                    "while it was made (null for machine annotators).")
+    source_version: str | None = Field(None, description="A detector's annotation: the detector's version.")
 
 
 class AnnotationPage(BaseModel):

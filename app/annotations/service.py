@@ -374,6 +374,9 @@ def save_annotation(session: Session, user: User, run: Run, taxonomy: Taxonomy, 
     ann.time_ms = min((ann.time_ms or 0) + time_ms, MAX_TIME_MS)  # the total saturates
     ann.updated_at = now
     ann.submitted_at = now if status == "submitted" else None
+    from app.detectors.service import mark_hints
+
+    mark_hints(session, ann, user, run)  # whether detector hints were on for this annotator and run
     session.add(ann)
     session.flush()
     for lab in clean:
@@ -408,6 +411,7 @@ def annotations_to_api(session: Session, anns: Sequence[Annotation]) -> list[dic
                         "evidence": list(lab.evidence or []), "note": lab.note, "confidence": lab.confidence,
                         "time_ms": lab.time_ms} for lab in labels.get(a.id, [])],
             "started_at": _iso(a.started_at), "updated_at": _iso(a.updated_at), "submitted_at": _iso(a.submitted_at),
+            "hints_on": a.hints_on, "source_version": a.source_version,
         })
     return out
 

@@ -35,6 +35,8 @@ def create_user(session: Session, username: str, role: str, password: str | None
         raise AuthError(f"user {username!r} already exists")
     if kind == "human" and username.startswith("judge:"):
         raise AuthError("names starting with 'judge:' are reserved for automated judges")
+    if kind == "human" and username.startswith("detector:"):
+        raise AuthError("names starting with 'detector:' are reserved for detectors")
     user = User(username=username, role=role, kind=kind,
                 password_hash=hash_password(password) if password else None)
     session.add(user)

@@ -33,6 +33,12 @@ class Settings(BaseSettings):
     success_threshold: float = 0.5
     #: Default bootstrap resamples for agreement confidence intervals.
     bootstrap_resamples: int = 1000
+    #: Run the detectors on every imported run (their labels: annotator `detector:<name>`). Off by
+    #: default: imports stay as fast as the raw loader, and nothing is labelled that nobody asked for.
+    detectors_on_import: bool = False
+    #: User detectors besides the `a2annotate.detectors` entry points: comma-separated
+    #: `module:attribute` or `/path/to/file.py:attribute` (see docs/detectors.md).
+    detectors: str = ""
     #: Folder with the built-in taxonomy files.
     taxonomy_dir: Path = Path(__file__).resolve().parents[2] / "taxonomy"
 

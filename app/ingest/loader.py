@@ -237,6 +237,12 @@ def _after_store_default(session: Session, row: Run, run: dict, cache: dict) -> 
     from app.annotations.service import sync_audit_annotations
 
     sync_audit_annotations(session, row, run, cache)
+    from app.core.config import get_settings
+
+    if get_settings().detectors_on_import:  # off by default (docs/detectors.md)
+        from app.detectors.service import detect_on_import
+
+        detect_on_import(session, row, run, cache)
 
 
 def import_paths(engine: Engine, paths: Iterable[str], *, fmt: str | None = None, mapping: str | None = None,

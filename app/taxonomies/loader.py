@@ -508,6 +508,16 @@ def _semantic_problems(data: Any) -> list[Problem]:
             )
         out.append((path, msg))
 
+    mapped: dict[str, int] = {}  # detector key -> the mode index it labels
+    for i, mode in enumerate(modes):
+        keys = mode.get("detectors") if isinstance(mode, dict) else None
+        for j, k in enumerate(keys if isinstance(keys, list) else []):
+            if isinstance(k, str) and k in mapped and mapped[k] != i:
+                out.append((["modes", i, "detectors", j],
+                            f"detector {k!r} is already mapped to modes[{mapped[k]}]; a detector labels one mode"))
+            elif isinstance(k, str):
+                mapped.setdefault(k, i)
+
     if modes:
         for code, i in declared.items():
             if code not in used:
@@ -588,6 +598,8 @@ def _normalize_mode(m: dict[str, Any]) -> dict[str, Any]:
         "boundary": _text(m.get("boundary")),
         "hint": _text(m.get("hint")),
         "aliases": aliases,
+        # only when given, so files without detectors keep their content hash
+        **({"detectors": [str(k).strip() for k in m["detectors"]]} if m.get("detectors") else {}),
         **_extensions(m),
     }
 

@@ -88,6 +88,9 @@ _MODE = _strict_object(
         "boundary": _TEXT,
         "hint": _TEXT,
         "aliases": {"type": "array", "items": _NON_EMPTY_TEXT},
+        # keys of the detectors (app.detectors) whose candidates are labelled with this mode
+        "detectors": {"type": "array", "uniqueItems": True,
+                      "items": {"type": "string", "pattern": CODE_PATTERN, "maxLength": KEY_MAX_LENGTH}},
     },
 )
 

@@ -167,6 +167,9 @@ def run_page(request: Request, run_id: str, session: SessionDep, user: PageUser,
         "principals": [{"id": p["id"], "name": p["name"]} for p in view["principals"]],
         "n_events": len(view["events"]),
     }
+    from app.detectors.service import page_hints
+
+    config["hints"] = page_hints(session, user, run, tax)  # None unless hints are on for this user's batch
     return render(request, "run.html", t=view, tax=tview, config=config, show_audits=is_reviewer,
                   others=others, is_admin=user.role == "admin")
 

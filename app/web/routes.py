@@ -14,12 +14,14 @@ ROUTER_MODULES = [
     "app.reports.views",
     "app.exports.dataset_views",  # before app.exports.views: its {table}.{fmt} path would take hf.zip
     "app.exports.views",
+    "app.detectors.views",
     "app.auth.views",
     "app.web.pages",
     "app.taxonomies.pages",
     "app.agreement.pages",
     "app.reports.pages",
     "app.admin.pages",
+    "app.detectors.pages",
 ]
 
 

@@ -121,6 +121,13 @@ ROUTES: dict[tuple[str, str], Case] = {
     ("POST", "/admin/assignments"): Case("/admin/assignments", ADMIN, send={
         "data": {"annotators": ["ann"], "k": "1", "seed": "2"}}),
     ("GET", "/admin/progress"): Case("/admin/progress", REVIEWER),
+    ("GET", "/api/v1/detectors"): Case("/api/v1/detectors", USER),
+    ("POST", "/api/v1/detectors/run"): Case("/api/v1/detectors/run", ADMIN, send={"json": {"only": ["leak"]}}),
+    ("GET", "/api/v1/detectors/scores"): Case("/api/v1/detectors/scores?reference=gold&n_boot=10", REVIEWER),
+    ("GET", "/admin/detectors"): Case("/admin/detectors", ADMIN),
+    ("POST", "/admin/detectors/run"): Case("/admin/detectors/run", ADMIN, ok=303, send={"data": {"only": "leak"}}),
+    ("POST", "/admin/detectors/hints"): Case("/admin/detectors/hints", ADMIN, ok=303, send={
+        "data": {"batch": "no-such-batch", "on": "true"}}),
 }
 
 

@@ -1,0 +1,77 @@
+"""REST routes of the detectors.
+
+* ``GET /api/v1/detectors``: the registered detectors and the mode each maps to (any user);
+* ``POST /api/v1/detectors/run``: run them on stored runs (admins), answers the summary;
+* ``GET /api/v1/detectors/scores``: precision, recall and F1 per mode with intervals against the
+  demo's seeded truth (admins) or the gold labels (reviewers and admins).
+
+Errors are ``{"detail": "..."}``: 422 for an unknown detector, run or parameter.
+"""
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from fastapi import APIRouter, Depends, HTTPException, Query
+from pydantic import BaseModel, ConfigDict, Field
+
+from app.annotations.http import JsonErrorRoute, api_csrf
+from app.api.deps import AdminUser, ApiUser, ReviewerUser, SessionDep
+from app.detectors import mode_map
+from app.detectors import service as det
+
+router = APIRouter(prefix="/api/v1/detectors", tags=["detectors"], route_class=JsonErrorRoute,
+                   dependencies=[Depends(api_csrf)])
+ERRORS = {422: {"description": "unknown detector, run or parameter; `detail` names it"}}
+SCORE_ERRORS = {**ERRORS, 403: {"description": "below reviewer; or `reference=truth` and not an admin"}}
+
+
+@router.get("", summary="Registered detectors",
+            description="Built-in detectors, `a2annotate.detectors` entry points and the DETECTORS setting, each "
+                        "with its version, key, origin and the mode the default taxonomy maps it to (null: "
+                        "none, it writes no labels). `problems`: user detectors that could not be loaded.")
+def list_detectors(session: SessionDep, user: ApiUser) -> dict[str, Any]:
+    reg = det.registry()
+    tax = det.default_taxonomy(session)
+    mapping = mode_map(tax.definition) if tax is not None else {}
+    return {"detectors": [{"name": d.name, "version": d.version, "key": d.key, "origin": d.origin,
+                           "description": d.description, "mode": mapping.get(d.key) or mapping.get(d.name)}
+                          for d in reg.detectors], "problems": reg.problems}
+
+
+class RunIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    only: list[str] | None = Field(None, description="Detector names; default all.")
+    run_ids: list[str] | None = Field(None, description="Run ids; default every stored run.")
+
+
+@router.post("/run", summary="Run the detectors", responses=ERRORS,
+             description="Stores each detector's labels as annotator `detector:<name>`, replacing its previous "
+                         "labels on those runs (other annotations untouched). A detector that fails on a run is "
+                         "listed in `errors` and the others go on.")
+def run_detectors(body: RunIn, session: SessionDep, user: AdminUser) -> dict[str, Any]:
+    try:
+        return det.detect_all(session, only=body.only, run_ids=body.run_ids).to_dict()
+    except det.DetectError as exc:
+        raise HTTPException(422, str(exc)) from None
+
+
+@router.get("/scores", summary="Detector scores against truth or gold", responses=SCORE_ERRORS,
+            description="Per detector (then the other judges and the human labels made with hints on / off) and "
+                        "mode: tp, fp, fn, precision and recall with Wilson intervals, F1 with a bootstrap "
+                        "interval over runs; against the demo's seeded truth (admins only, like the truth "
+                        "itself) or the adjudicated gold labels; `human_agreement`: agreement among the human "
+                        "annotators with hints on vs off.")
+def detector_scores(
+    session: SessionDep, user: ReviewerUser,
+    reference: Annotated[Literal["truth", "gold"], Query(description="Seeded demo truth or gold labels.")] = "truth",
+    level: Annotated[Literal["run", "agent"], Query(description="Count (run, mode) or (run, mode, agent).")] = "run",
+    n_boot: Annotated[int, Query(ge=0, le=10_000, description="Bootstrap resamples for the F1 interval.")] = 1000,
+    seed: Annotated[int, Query(ge=0, description="Seed of the bootstrap.")] = 0,
+) -> dict[str, Any]:
+    if reference == "truth" and user.role != "admin":
+        raise HTTPException(403, "scores against the demo's seeded truth are for admins (the truth is withheld "
+                                 "from everyone else); use reference=gold")
+    try:
+        return det.score_report(session, reference=reference, level=level, n_boot=n_boot, seed=seed)
+    except det.DetectError as exc:
+        raise HTTPException(422, str(exc)) from None
