@@ -19,6 +19,7 @@ ROUTER_MODULES = [
     "app.agreement.pages",
     "app.reports.pages",
     "app.admin.pages",
+    "app.capture.views",
 ]
 
 
