@@ -13,7 +13,7 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-from sqlmodel import Session
+from sqlmodel import Session, select
 
 from app.auth.service import create_token, create_user
 from app.capture.models import LiveRun
@@ -100,7 +100,7 @@ def test_json_body_partial_success_auth_and_media_type(live, engine):
     assert [a["id"] for a in run["agents"]] == ["researcher", "summarizer"]
     assert run["agents"][0]["model"] == "model-b"
     with Session(engine) as s:
-        live_row = s.query(LiveRun).filter_by(run_id=otlp_gen.SESSION).one()
+        live_row = s.exec(select(LiveRun).where(LiveRun.run_id == otlp_gen.SESSION)).one()
         assert live_row.state == "recording" and live_row.n_records == 5
     # errors answer as OTLP does: google.rpc.Status in the request's encoding
     bad = httpx.post(f"{url}/v1/traces", content=b"\x0a\xff\xff", headers={
