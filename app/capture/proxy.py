@@ -66,13 +66,14 @@ class Recorder:
 
     def __init__(self, database_url: str, stream: str = "a2a-proxy", sidecar: dict | None = None,
                  spool_dir: str | os.PathLike | None = None, log_path: str | os.PathLike | None = None,
-                 batch_seconds: float = 0.2) -> None:
+                 batch_seconds: float = 0.2, replay_seconds: float = 10.0) -> None:
         self.database_url = database_url
         self.stream = stream
         self.sidecar = sidecar or {}
         self.spool_dir = Path(spool_dir or os.environ.get("A2ANNOTATE_SPOOL_DIR", ".a2annotate-spool"))
         self.log_path = Path(log_path) if log_path else None
         self.batch_seconds = batch_seconds
+        self.replay_seconds = replay_seconds
         self.queue: asyncio.Queue[dict] | None = None
         self.task: asyncio.Task | None = None
         self.lock = threading.Lock()
@@ -114,7 +115,12 @@ class Recorder:
     async def _run(self) -> None:
         assert self.queue is not None
         while True:
-            first = await self.queue.get()
+            try:
+                first = await asyncio.wait_for(self.queue.get(), timeout=self.replay_seconds)
+            except TimeoutError:
+                if self.spool_path.exists():  # quiet: try to bring the spool in
+                    await asyncio.to_thread(self.replay)
+                continue
             batch = [first]
             await asyncio.sleep(self.batch_seconds)
             while not self.queue.empty():
