@@ -118,6 +118,11 @@ ROUTES: dict[tuple[str, str], Case] = {
     ("POST", "/admin/assignments"): Case("/admin/assignments", ADMIN, send={
         "data": {"annotators": ["ann"], "k": "1", "seed": "2"}}),
     ("GET", "/admin/progress"): Case("/admin/progress", REVIEWER),
+    ("GET", "/admin/capture"): Case("/admin/capture", ADMIN),
+    # OTLP/HTTP ingestion takes Bearer tokens only (as exporters send them), so every cookie session
+    # here gets 401; token access by role is tested in tests/capture/test_otlp_endpoint.py
+    ("POST", "/v1/traces"): Case("/v1/traces", PUBLIC, ok=401, send={
+        "content": "", "headers": {"Content-Type": "application/x-protobuf"}}),
 }
 
 
