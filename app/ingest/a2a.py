@@ -44,9 +44,8 @@ def rest_method(http_method: str, path: str) -> tuple[str | None, dict]:
     if parts and parts[0] == "v1":
         parts = parts[1:]
     params: dict = {}
-    for i, part in enumerate(parts):
+    for i, head in enumerate(parts):
         rest = parts[i:]
-        head = rest[0]
         if head in ("message:send", "message:stream") and m == "POST" and len(rest) == 1:
             method = "SendMessage" if head == "message:send" else "SendStreamingMessage"
         elif head == "tasks" and len(rest) == 1 and m == "GET":

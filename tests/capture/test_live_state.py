@@ -41,7 +41,8 @@ def test_recording_until_idle_then_annotatable(engine):
     assert (grown.accepted, grown.duplicates, grown.runs) == (3, 2, {otlp_gen.SESSION: "replaced"})
     assert _ingest(engine, spans).runs == {}  # all known: nothing rebuilt
     with Session(engine) as s:
-        admin, ann = make_user(s, "boss", "admin"), make_user(s, "ann", "annotator")
+        make_user(s, "boss", "admin")
+        ann = make_user(s, "ann", "annotator")
         token = create_token(s, ann)
         s.commit()
         assert is_recording(s, otlp_gen.SESSION)

@@ -78,7 +78,7 @@ def test_real_exporter_batches_grow_one_run_like_the_file_import(live, tmp_path,
     assert _strip(item.run) == _strip(run)
     assert item.run["agents"] == run["agents"]
     # re-sending every batch adds nothing
-    for svc, mem in memories.items():
+    for mem in memories.values():
         exp = OTLPSpanExporter(endpoint=f"{url}/v1/traces", headers={"Authorization": f"Bearer {token}"})
         assert exp.export(mem.get_finished_spans()).name == "SUCCESS"
     again = _run(url, token, otlp_gen.CONV)
