@@ -67,6 +67,40 @@ def rest_method(http_method: str, path: str) -> tuple[str | None, dict]:
     return None, {}
 
 
+_PROTO_NAMES = {"message_id": "messageId", "context_id": "contextId", "task_id": "taskId",
+                "artifact_id": "artifactId", "last_chunk": "lastChunk", "reference_task_ids": "referenceTaskIds",
+                "mime_type": "mimeType", "file_with_uri": "fileWithUri", "file_with_bytes": "fileWithBytes",
+                "accepted_output_modes": "acceptedOutputModes", "history_length": "historyLength",
+                "push_notification": "pushNotification", "status_update": "statusUpdate",
+                "artifact_update": "artifactUpdate", "next_page_token": "nextPageToken"}
+
+
+def from_proto_json(obj: Any, _depth: int = 0) -> Any:
+    """0.3 HTTP+JSON bodies as gRPC transcoding writes them -> the JSON-RPC object shapes.
+
+    The 0.3 REST binding serialises the protobuf messages: snake_case field names when the proto
+    names are kept (``message_id``), a Message's parts under ``content``, a TaskStatus's message
+    under ``update``, a SendMessageRequest's message under ``request``. Only these known names
+    are renamed; ``metadata`` and data values are left exactly as they are."""
+    if _depth > 64:
+        return obj
+    if isinstance(obj, list):
+        return [from_proto_json(v, _depth + 1) for v in obj]
+    if not isinstance(obj, dict):
+        return obj
+    out: dict[str, Any] = {}
+    for k, v in obj.items():
+        key = _PROTO_NAMES.get(k, k)
+        out[key] = v if key in ("metadata", "data") else from_proto_json(v, _depth + 1)
+    if "role" in out and "parts" not in out and isinstance(out.get("content"), list):
+        out["parts"] = out.pop("content")
+    if "state" in out and "message" not in out and isinstance(out.get("update"), dict):
+        out["message"] = out.pop("update")
+    if "request" in out and "message" not in out and isinstance(out.get("request"), dict):
+        out["message"] = out.pop("request")
+    return out
+
+
 def protocol_of_method(method: str) -> str:
     """Return "0.3" for slash-style method names (``message/send``), else "1.0"."""
     return "0.3" if "/" in method else "1.0"

@@ -61,6 +61,7 @@ from app.ingest.a2a import (
     classify_result,
     context_of_body,
     contexts_of_list,
+    from_proto_json,
     join_artifact_parts,
     looks_like_agent_card,
     parts_to_content,
@@ -127,6 +128,7 @@ def unwrap_rest(obj: dict) -> dict | None:
         return None
     if str(http.get("path") or "").startswith("/v1/"):  # the 0.3 REST binding: name the call as 0.3 does
         method = _V03_NAMES.get(method, method)
+        body = from_proto_json(body)
     out = {k: v for k, v in obj.items() if k != "body"}
     if obj.get("direction") == "response":
         status = http.get("status")

@@ -48,7 +48,8 @@ class Recording:
     async def __call__(self, scope, receive, send):
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
-        rec = {"path": scope["path"], "chunks": [], "times": []}
+        rec = {"path": scope["path"], "chunks": [], "times": [],
+               "headers": {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}}
         self.log.append(rec)
 
         async def tee(message):

@@ -27,14 +27,23 @@ from .a2a_agents import STEP, Served, TeeTransport, shop_app
 UNREACHABLE = "postgresql+psycopg://postgres@127.0.0.1:1/nowhere?connect_timeout=2"
 
 
-async def _talk(base_url: str, streaming: bool, binding: str, transport: TeeTransport) -> list:
-    http = httpx.AsyncClient(transport=transport, timeout=30, headers={"x-a2annotate-from": "buyer"})
+async def _talk(base_url: str, streaming: bool, binding: str, transport: TeeTransport, between=None) -> list:
+    """Send one message (and, when `between` is given, call it and send a second one in the same
+    context). Returns the kinds of the events received and the context id."""
+    http = httpx.AsyncClient(transport=transport, timeout=30,
+                             headers={"x-a2annotate-from": "buyer", "Authorization": "Bearer client-secret"})
     cfg = ClientConfig(streaming=streaming, supported_protocol_bindings=[binding], httpx_client=http)
     client = await create_client(base_url, cfg)
     msg = new_text_message("Two lamps please", role=Role.ROLE_USER)
     events = [ev async for ev in client.send_message(SendMessageRequest(message=msg))]
+    first = events[0]
+    ctx = first.task.context_id if first.HasField("task") else first.message.context_id
+    if between is not None:
+        between()
+        msg2 = new_text_message("And a shade", role=Role.ROLE_USER, context_id=ctx)
+        events += [ev async for ev in client.send_message(SendMessageRequest(message=msg2))]
     await http.aclose()
-    return [ev.WhichOneof("payload") for ev in events], client
+    return [ev.WhichOneof("payload") for ev in events], ctx
 
 
 def _sse_events(chunks: list[bytes]) -> list[bytes]:
@@ -51,7 +60,7 @@ def _strip(run):
 
 @pytest.mark.parametrize("protocol,binding,streaming", [
     ("1.0", "JSONRPC", False), ("1.0", "JSONRPC", True), ("1.0", "HTTP+JSON", True),
-    ("0.3", "JSONRPC", False), ("0.3", "JSONRPC", True),
+    ("1.0", "HTTP+JSON", False), ("0.3", "JSONRPC", False), ("0.3", "JSONRPC", True), ("0.3", "HTTP+JSON", True),
 ])
 def test_proxy_is_transparent_and_records_the_run(tmp_path, db_url, engine, protocol, binding, streaming):
     log = tmp_path / "wire.jsonl"
@@ -77,6 +86,10 @@ def test_proxy_is_transparent_and_records_the_run(tmp_path, db_url, engine, prot
     assert [r["path"] for r in got] == [r["path"] for r in sent] and got
     for g, s in zip(got, sent):
         assert b"".join(g["chunks"]) == b"".join(s["chunks"])
+        # headers are forwarded (auth, A2A-Version), the proxy's own naming header is not
+        assert s["headers"]["authorization"] == "Bearer client-secret" and "x-a2annotate-from" not in s["headers"]
+        if protocol == "1.0":
+            assert s["headers"]["a2a-version"] == "1.0"
     if streaming:
         events = _sse_events(got[-1]["chunks"])
         assert events == _sse_events(sent[-1]["chunks"]) and len(events) >= 4
@@ -101,28 +114,43 @@ def test_proxy_is_transparent_and_records_the_run(tmp_path, db_url, engine, prot
     assert live.state == "final" and live.final_reason == "task completed"
 
 
-def test_database_down_spools_and_replays(tmp_path, db_url, engine):
+def test_database_down_mid_run_loses_nothing(tmp_path, db_url, engine):
+    """The first exchange of a conversation is written; then the database goes away (an
+    unreachable URL) for the second one: traffic still flows, the capture is spooled, and once the
+    database is back the spool is replayed into the same run, equal to the wire log's import."""
     log = tmp_path / "wire.jsonl"
-    rec = Recorder(UNREACHABLE, stream="down", spool_dir=tmp_path / "spool", log_path=log, batch_seconds=0.05)
+    rec = Recorder(db_url, stream="down", spool_dir=tmp_path / "spool", log_path=log, batch_seconds=0.05)
     tee = TeeTransport()
+
+    def wait_written():
+        deadline = time.monotonic() + 30
+        while (rec.queue is None or rec.queue._unfinished_tasks) and time.monotonic() < deadline:
+            time.sleep(0.05)
+
+    def database_goes_down():
+        wait_written()
+        with Session(engine) as s:
+            assert s.exec(select(LiveRun)).one().n_records >= 3  # the first exchange is in
+        rec.database_url = UNREACHABLE
+
     with Served(lambda url: shop_app(url)) as upstream_url:
         with Served(lambda url: create_proxy_app(upstream_url, rec, name="shop-agent")) as proxy_url:
-            kinds, _ = asyncio.run(_talk(proxy_url, True, "JSONRPC", tee))
-            deadline = time.monotonic() + 30
-            while (rec.queue is None or rec.queue._unfinished_tasks) and time.monotonic() < deadline:
-                time.sleep(0.05)
-    assert "status_update" in kinds  # traffic flowed although nothing could be written
+            kinds, ctx = asyncio.run(_talk(proxy_url, True, "JSONRPC", tee, between=database_goes_down))
+            wait_written()
+    assert kinds.count("task") == 2 and kinds[-1] == "status_update"  # both exchanges went through
     spooled = [json.loads(x) for x in rec.spool_path.read_text().splitlines()]
-    assert len(spooled) == rec.spooled and rec.spooled >= 6 and rec.written == 0
-    (item,) = [i for i in iter_path(log) if i.run]
+    assert len(spooled) == rec.spooled >= 6
     with Session(engine) as s:
-        assert get_run(s, item.run["run_id"]) is None
+        partial = to_canonical(s, get_run(s, ctx))
+    assert "And a shade" not in [e["content"] for e in partial["events"]]
     rec.database_url = db_url  # the database is back
     assert rec.replay() is True and not rec.spool_path.exists()
     assert rec.replay() is True  # nothing left; replaying again changes nothing
+    (item,) = [i for i in iter_path(log) if i.run]
     with Session(engine) as s:
-        db_run = to_canonical(s, get_run(s, item.run["run_id"]))
+        db_run = to_canonical(s, get_run(s, ctx))
     assert _strip(db_run) == _strip(item.run)
+    assert [e["content"] for e in db_run["events"]].count("And a shade") == 1
 
 
 def test_rewrite_card_both_forms():

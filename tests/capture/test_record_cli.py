@@ -69,7 +69,13 @@ def test_record_command_with_sidecar_and_two_proxies(tmp_path, db_url, engine):
             proc.terminate()
             proc.wait(timeout=10)
     log = tmp_path / "log.jsonl"
-    assert run is not None, (proc.stdout.read().decode()[-2000:], log.read_text()[-3000:] if log.exists() else "no log",
+    with Session(engine) as s:
+        from app.capture.models import CaptureError, CaptureRecord, LiveRun
+
+        diag = ([(r.run_id, r.n_events) for r in s.exec(select(Run)).all()],
+                [e.message for e in s.exec(select(CaptureError)).all()],
+                len(s.exec(select(CaptureRecord)).all()), [(x.run_id, x.state) for x in s.exec(select(LiveRun)).all()])
+    assert run is not None, (diag, proc.stdout.read().decode()[-2000:], log.read_text()[-3000:] if log.exists() else "no log",
                              list((tmp_path / "spool").glob("*")) if (tmp_path / "spool").exists() else "no spool")
     assert run["scenario"]["id"] == "shop/lamps"
     agents = {a["id"]: a for a in run["agents"]}
