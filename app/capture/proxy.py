@@ -171,11 +171,19 @@ class Recorder:
     def _ingest(self, envelopes: list[dict]) -> None:
         if not envelopes:
             return
+        from sqlalchemy.exc import IntegrityError
+
         from app.capture.service import ingest_envelopes
         from app.core.db import session_scope
 
-        with session_scope(self._engine()) as session:
-            ingest_envelopes(session, self.stream, envelopes, self.sidecar)
+        for attempt in range(3):  # another recorder wrote the same run meanwhile: rebuild again
+            try:
+                with session_scope(self._engine()) as session:
+                    ingest_envelopes(session, self.stream, envelopes, self.sidecar)
+                return
+            except IntegrityError:
+                if attempt == 2:
+                    raise
 
     def _read_spool(self) -> list[dict]:
         if not self.spool_path.exists():

@@ -98,10 +98,18 @@ def _sidecar(request: Request) -> dict:
 
 
 def _ingest(request: Request, spans, sidecar: dict):
+    from sqlalchemy.exc import IntegrityError
+
     from app.capture.service import ingest_spans
 
-    with session_scope(request.app.state.engine) as session:
-        return ingest_spans(session, spans, sidecar)
+    for attempt in range(3):  # another process stored the same spans or run meanwhile: rebuild again
+        try:
+            with session_scope(request.app.state.engine) as session:
+                return ingest_spans(session, spans, sidecar)
+        except IntegrityError:
+            if attempt == 2:
+                raise
+    raise AssertionError("unreachable")
 
 
 @router.post("/v1/traces", summary="OTLP/HTTP trace ingestion (protobuf or JSON, optionally gzip)",
@@ -147,8 +155,8 @@ async def otlp_traces(request: Request) -> Response:
     elif encoding not in ("", "identity"):
         return _error(ctype, 415, f"unsupported content encoding {encoding!r}: send gzip or none")
     try:
-        spans, problems = read_body(data, ctype)
         sidecar = _sidecar(request)
+        spans, problems = read_body(data, ctype)
     except (OtlpFormatError, SidecarError) as exc:
         return _error(ctype, 400, str(exc))
     try:

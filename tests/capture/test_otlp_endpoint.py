@@ -90,7 +90,9 @@ def test_json_body_partial_success_auth_and_media_type(live, engine):
     mem = otlp_gen.openinference_spans()["research-app"]
     doc = otlp_gen.to_otlp_json(mem.get_finished_spans())
     doc["resourceSpans"][0]["scopeSpans"][0]["spans"].append({"name": "no ids"})
-    headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
+    side = {"agents": {"researcher": {"principal": "lab", "objective": "Answer correctly", "model": "model-b2"}}}
+    headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json",
+               "a2annotate-sidecar": json.dumps(side)}
     r = httpx.post(f"{url}/v1/traces", content=gzip.compress(json.dumps(doc).encode()),
                    headers={**headers, "Content-Encoding": "gzip"})
     assert r.status_code == 200 and r.headers["content-type"].startswith("application/json")
@@ -98,7 +100,12 @@ def test_json_body_partial_success_auth_and_media_type(live, engine):
     assert ps["rejectedSpans"] == "1" and "without traceId" in ps["errorMessage"]
     run = _run(url, token, otlp_gen.SESSION)
     assert [a["id"] for a in run["agents"]] == ["researcher", "summarizer"]
-    assert run["agents"][0]["model"] == "model-b"
+    assert run["agents"][0]["model"] == "model-b2" and run["agents"][0]["principal"] == "lab"  # the sidecar
+    assert run["principals"] == [{"id": "lab", "name": None, "kind": None, "objective": "Answer correctly",
+                                  "constraints": [], "outcome": {"success": None, "score": None, "metrics": {}},
+                                  "metadata": {}}]
+    bad_side = httpx.post(f"{url}/v1/traces", content=b"{}", headers={**headers, "a2annotate-sidecar": '{"agents": 3}'})
+    assert bad_side.status_code == 400 and "agents" in bad_side.json()["message"]
     with Session(engine) as s:
         live_row = s.exec(select(LiveRun).where(LiveRun.run_id == otlp_gen.SESSION)).one()
         assert live_row.state == "recording" and live_row.n_records == 5
