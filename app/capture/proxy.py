@@ -294,6 +294,30 @@ class Proxy:
         self.public_url = public_url
         self.client_name = client_name
         self.client = httpx.AsyncClient(transport=transport, timeout=httpx.Timeout(timeout), follow_redirects=False)
+        self.task_ctx: dict[str, str] = {}
+
+    def tagger(self) -> Callable[[dict | None], None]:
+        """Records one exchange's envelopes, each tagged with the exchange's ``context`` (run) once
+        an envelope names it (the request often does not: the server assigns the context). Call
+        with None when the exchange is over (what is still held goes out untagged)."""
+        from app.ingest.wire import envelope_context
+
+        held: list[dict] = []
+        state: dict[str, str | None] = {"ctx": None}
+
+        def put(env: dict | None) -> None:
+            if env is not None:
+                if state["ctx"] is None:
+                    state["ctx"] = envelope_context(env, self.task_ctx)
+                held.append(env)
+            if state["ctx"] is not None or env is None:
+                for e in held:
+                    if state["ctx"] is not None:
+                        e["context"] = state["ctx"]
+                    self.recorder.record(e)
+                held.clear()
+
+        return put
 
     def agent_name(self) -> str:
         return self.name or urlsplit(self.origin).netloc
@@ -316,8 +340,9 @@ class Proxy:
         exchange = uuid.uuid4().hex
         kept = {h: request.headers[h] for h in KEPT_HEADERS if h in request.headers}
         is_card = request.method == "GET" and (path in CARD_PATHS or path.endswith(EXTENDED_CARD_SUFFIXES))
+        put = self.tagger()
         if not is_card:
-            self.recorder.record(self.envelope("request", exchange, caller, self.agent_name(),
+            put(self.envelope("request", exchange, caller, self.agent_name(),
                                                {"method": request.method, "path": path, "headers": kept},
                                                _json(body) if body else None))
         upstream_req = self.client.build_request(request.method, target, headers=headers, content=body)
@@ -325,9 +350,10 @@ class Proxy:
             resp = await self.client.send(upstream_req, stream=True)
         except httpx.HTTPError as exc:
             msg = f"upstream {self.origin} unreachable: {type(exc).__name__}"
-            self.recorder.record(self.envelope("response", exchange, self.agent_name(), caller,
-                                               {"method": request.method, "path": path, "status": 502},
-                                               {"error": {"code": 502, "message": msg}}))
+            put(self.envelope("response", exchange, self.agent_name(), caller,
+                              {"method": request.method, "path": path, "status": 502},
+                              {"error": {"code": 502, "message": msg}}))
+            put(None)
             return Response(msg, status_code=502, media_type="text/plain")
         out_headers = [(k, v) for k, v in resp.headers.raw if k.decode("latin-1").lower() not in HOP_BY_HOP]
         rhttp = {"method": request.method, "path": path, "status": resp.status_code,
@@ -338,7 +364,8 @@ class Proxy:
             card = _json(raw)
             if isinstance(card, dict) and isinstance(card.get("name"), str) and self.name is None:
                 self.name = card["name"]
-            self.recorder.record(self.envelope("response", exchange, self.agent_name(), caller, rhttp, card))
+            put(self.envelope("response", exchange, self.agent_name(), caller, rhttp, card))
+            put(None)
             new = json.dumps(rewrite_card(card, self.public_url or str(request.base_url).rstrip("/"))).encode()
             skip = {"content-length", "content-encoding", "etag"}
             hdrs = [(k, v) for k, v in out_headers if k.decode("latin-1").lower() not in skip]
@@ -359,18 +386,19 @@ class Proxy:
                     if parser is not None:
                         plain = dec.decompress(chunk) if dec is not None else chunk
                         for payload in parser.feed(plain):
-                            self.recorder.record(self.envelope("response", exchange, frm, to, rhttp, _json(payload)))
+                            put(self.envelope("response", exchange, frm, to, rhttp, _json(payload)))
                     else:
                         chunks.append(chunk)
             finally:
                 await resp.aclose()
                 if parser is not None:
                     for payload in parser.close():
-                        self.recorder.record(self.envelope("response", exchange, frm, to, rhttp, _json(payload)))
-                elif chunks or not is_card:
+                        put(self.envelope("response", exchange, frm, to, rhttp, _json(payload)))
+                else:
                     data = _decode(b"".join(chunks), encoding)
                     if data.strip() or resp.status_code >= 400:
-                        self.recorder.record(self.envelope("response", exchange, frm, to, rhttp, _json(data)))
+                        put(self.envelope("response", exchange, frm, to, rhttp, _json(data)))
+                put(None)
 
         response = StreamingResponse(relay(), status_code=resp.status_code)
         response.raw_headers = out_headers  # exactly the upstream's (content-length, encoding, type...)

@@ -209,25 +209,44 @@ def ingest_envelopes(session: Session, stream: str, envelopes: list[dict], sidec
 
 
 def _ingest_envelopes(session: Session, stream: str, envelopes: list[dict], sidecar: dict | None) -> CaptureResult:
-    from app.ingest.wire import iter_wire_file
+    from app.ingest.a2a import contexts_of_list
+    from app.ingest.wire import as_body, iter_wire_file, unwrap_rest
 
     result = CaptureResult()
     keys = [str(e.get("id")) for e in envelopes]
     have = _existing_keys(session, A2A, keys)
     seen: set[str] = set()
+    touched: set[str] = set()
     for key, env in zip(keys, envelopes):
         if key in have or key in seen:
             result.duplicates += 1
             continue
         seen.add(key)
-        session.add(CaptureRecord(source=A2A, stream=stream, record_key=key, ts=env.get("ts"),
+        ctx = env.get("context") if isinstance(env.get("context"), str) else None
+        if ctx is not None:
+            touched.add(ctx)
+        else:  # untagged: a card, an error, or a ListTasks result naming several contexts
+            conv = unwrap_rest(env) if isinstance(env.get("body"), dict) or isinstance(env.get("http"), dict) else None
+            if conv is not None and isinstance(conv.get("body"), dict):
+                touched.update(contexts_of_list(as_body(conv["body"])))
+            touched.add("")  # the records without a context are looked at too (errors are reported)
+        session.add(CaptureRecord(source=A2A, stream=stream, record_key=key, ts=env.get("ts"), run_key=ctx,
                                   payload={k: v for k, v in env.items() if k != "id"}))
         result.accepted += 1
     if not result.accepted:
         return result
     session.flush()
-    rows = session.exec(select(CaptureRecord).where(CaptureRecord.source == A2A, CaptureRecord.stream == stream)
-                        .order_by(col(CaptureRecord.id))).all()
+    # the touched contexts' records, plus every untagged one (cards name the agents), in arrival order
+    contexts = sorted(touched - {""})
+    q = select(CaptureRecord).where(CaptureRecord.source == A2A, CaptureRecord.stream == stream)
+    rows = [r for r in session.exec(q.where(col(CaptureRecord.run_key).is_(None))).all()]
+    for i in range(0, len(contexts), _CHUNK):
+        rows.extend(session.exec(q.where(col(CaptureRecord.run_key).in_(contexts[i:i + _CHUNK]))).all())
+    rows.sort(key=lambda r: r.id)
+    per_ctx: dict[str, int] = {}
+    for r in rows:
+        if r.run_key:
+            per_ctx[r.run_key] = per_ctx.get(r.run_key, 0) + 1
     fd, path = tempfile.mkstemp(prefix="a2annotate-capture-", suffix=".jsonl")
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
@@ -238,6 +257,8 @@ def _ingest_envelopes(session: Session, stream: str, envelopes: list[dict], side
         os.unlink(path)
     for item in items:
         if item.error is not None:
+            if "" not in touched:
+                continue  # an old error, reported when it came
             msg = item.error.message
             result.errors.append(str(item.error))
             if not session.exec(select(CaptureError.id).where(CaptureError.source == A2A, CaptureError.stream == stream,
@@ -247,8 +268,11 @@ def _ingest_envelopes(session: Session, stream: str, envelopes: list[dict], side
         if item.run is None:
             continue
         raw = item.run
+        ctx = (raw.get("metadata") or {}).get("context_id", raw.get("run_id"))
+        if ctx not in touched:
+            continue  # only a part of its records was read: it is rebuilt when its context is touched
         state = (raw.get("metadata") or {}).get("a2a_last_task_state")
-        _store(session, raw, A2A, stream, sidecar, len(rows), result, terminal=state in TERMINAL_STATES)
+        _store(session, raw, A2A, stream, sidecar, per_ctx.get(ctx, 0), result, terminal=state in TERMINAL_STATES)
     session.flush()
     return result
 

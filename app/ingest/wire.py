@@ -154,6 +154,26 @@ def as_body(obj: dict) -> dict:
     return {"jsonrpc": "2.0", "id": None, "result": obj} if kind != "other" else obj
 
 
+def envelope_context(env: dict, task_ctx: dict[str, str]) -> str | None:
+    """The contextId one envelope belongs to, as the file reader would group it, from the envelope
+    alone plus `task_ctx` (task id -> context, updated here); None when it names none (an error, a
+    card, a ListTasks result spanning contexts). Used by the recording proxy to tag what it records."""
+    conv = unwrap_rest(env) if is_envelope(env) else env
+    if conv is None or not isinstance(conv.get("body"), dict):
+        return None
+    body = as_body(conv["body"])
+    if looks_like_agent_card(body) or contexts_of_list(body):
+        return None
+    ctx = context_of_body(body)
+    tids = task_ids_of_body(body)
+    if ctx is None:
+        ctx = next((task_ctx[t] for t in tids if t in task_ctx), None)
+    if ctx is not None:
+        for t in tids:
+            task_ctx.setdefault(t, ctx)
+    return ctx
+
+
 def _as_list(value: Any) -> list[str]:
     if isinstance(value, str):
         return [value]

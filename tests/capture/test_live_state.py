@@ -110,3 +110,39 @@ def test_trace_joining_a_conversation_replaces_its_own_run(engine):
     assert res.runs == {"sess-late": "imported"}
     with Session(engine) as s:
         assert [r.run_id for r in s.exec(select(LiveRun)).all()] == ["sess-late"]
+
+
+def test_wire_capture_rebuilds_only_touched_contexts_and_matches_the_file(engine):
+    """The REST/ListTasks fixture captured as a proxy tags it (envelope_context), in two batches:
+    the stored runs equal the file import; the error without context is a capture error."""
+    import json
+    from pathlib import Path
+
+    from app.capture.models import CaptureError
+    from app.capture.service import ingest_envelopes
+    from app.ingest import iter_path
+    from app.ingest.wire import envelope_context
+    from app.runs.service import get_run, to_canonical
+
+    path = Path(__file__).parents[1] / "ingest" / "data" / "wire" / "rest_binding.jsonl"
+    lines = [json.loads(x) for x in path.read_text().splitlines()]
+    task_ctx: dict = {}
+    exchange_ctx: dict = {}
+    for i, env in enumerate(lines):
+        env["id"] = f"e{i}"
+        ctx = envelope_context(env, task_ctx) or exchange_ctx.get(env.get("exchange"))
+        if ctx:
+            exchange_ctx[env.get("exchange")] = ctx
+            env["context"] = ctx
+    with Session(engine) as s:
+        first = ingest_envelopes(s, "t", lines[:5])
+        assert set(first.runs) == {"ctx-rest"}
+        second = ingest_envelopes(s, "t", lines)  # all again: only the new ones count
+        assert second.duplicates == 5 and set(second.runs) == {"ctx-rest", "ctx-old"}
+        s.commit()
+        expected = {i.run["run_id"]: i.run for i in iter_path(path) if i.run}
+        for rid, run in expected.items():
+            got = to_canonical(s, get_run(s, rid))
+            assert [(e["kind"], e["actor"], e["content"]) for e in got["events"]] == [
+                (e["kind"], e["actor"], e["content"]) for e in run["events"]]
+        assert any("no known context" in e.message for e in s.exec(select(CaptureError)).all())
