@@ -9,11 +9,13 @@ minus the hop-by-hop ones; response bytes are relayed as they arrive (``aiter_ra
 the client when the agent sends them, nothing is buffered or re-encoded).
 
 Every request and response (each SSE event on its own) becomes a wire-log envelope
-``{id, ts, direction, from_agent, to_agent, exchange, http: {method, path, status, headers}, body}``
-handed to a `Recorder`, which writes off the request path (an asyncio queue drained by a background
+``{id, ts, direction, from_agent, to_agent, exchange, context, http: {method, path, status, headers}, body}``
+(``context``: the exchange's contextId once any of its envelopes names it, so a batch rebuilds only
+the runs it touches) handed to a `Recorder`, which writes off the request path (an asyncio queue drained by a background
 task) through app.capture.service.ingest_envelopes, i.e. the same wire importer as files and the same
 loader. When the database cannot be written, the batch is appended to a spool file and replayed (ids
-make replays idempotent) before the next batch. `--log FILE` also appends every envelope to a wire
+make replays idempotent) before the next batch; each process spools to its own file
+(``<spool>/<stream>.<pid>.jsonl``) and also replays files left by processes that are gone. `--log FILE` also appends every envelope to a wire
 log that `a2annotate import` reads to the same runs.
 
 Who is who: ``to_agent`` is the proxy's ``--name`` (else the upstream card's ``name``), ``from_agent``
@@ -83,9 +85,24 @@ class Recorder:
         self.last_error: str | None = None
 
     @property
+    def _safe_stream(self) -> str:
+        return "".join(c if c.isalnum() or c in "-_." else "_" for c in self.stream)
+
+    @property
     def spool_path(self) -> Path:
-        safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in self.stream)
-        return self.spool_dir / f"{safe}.jsonl"
+        """This process's spool file (each process appends to its own)."""
+        return self.spool_dir / f"{self._safe_stream}.{os.getpid()}.jsonl"
+
+    def spool_files(self) -> list[Path]:
+        """Spool files to replay: this process's, and those left by processes no longer running."""
+        if not self.spool_dir.is_dir():
+            return []
+        out = []
+        for p in sorted(self.spool_dir.glob(f"{self._safe_stream}.*.jsonl")):
+            pid = p.name[len(self._safe_stream) + 1:-len(".jsonl")]
+            if p == self.spool_path or not pid.isdigit() or not _alive(int(pid)):
+                out.append(p)
+        return out
 
     def record(self, env: dict) -> None:
         """Queue one envelope (never blocks, never raises into the request)."""
@@ -118,7 +135,7 @@ class Recorder:
             try:
                 first = await asyncio.wait_for(self.queue.get(), timeout=self.replay_seconds)
             except TimeoutError:
-                if self.spool_path.exists():  # quiet: try to bring the spool in
+                if self.spool_files():  # quiet: try to bring the spool in
                     await asyncio.to_thread(self.replay)
                 continue
             batch = [first]
@@ -148,7 +165,8 @@ class Recorder:
                 with open(self.log_path, "a", encoding="utf-8") as f:
                     for env in batch:
                         f.write(json.dumps(env, ensure_ascii=False) + "\n")
-            pending = self._read_spool() + batch
+            files = self.spool_files()
+            pending = [env for f in files for env in self._read_spool(f)] + batch
             try:
                 self._ingest(pending)
             except Exception as exc:  # noqa: BLE001 - database down or refusing: keep it on disk
@@ -158,8 +176,8 @@ class Recorder:
                 self._append_spool(batch)
                 self.spooled += len(batch)
                 return False
-            if self.spool_path.exists():
-                self.spool_path.unlink()
+            for f in files:
+                f.unlink(missing_ok=True)
             self.written += len(pending)
             self.last_error = None
             return True
@@ -185,11 +203,11 @@ class Recorder:
                 if attempt == 2:
                     raise
 
-    def _read_spool(self) -> list[dict]:
-        if not self.spool_path.exists():
+    def _read_spool(self, path: Path) -> list[dict]:
+        if not path.exists():
             return []
         out = []
-        with open(self.spool_path, encoding="utf-8") as f:
+        with open(path, encoding="utf-8") as f:
             for line in f:
                 line = line.strip()
                 if line:
@@ -209,6 +227,16 @@ class Recorder:
 
 
 # --------------------------------------------------------------------------- helpers
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
 
 def rewrite_card(card: Any, public_base: str) -> Any:
     """The card with each interface URL moved onto `public_base` (scheme://host:port), path kept."""

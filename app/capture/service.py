@@ -90,6 +90,13 @@ def _store(session: Session, raw: dict, source: str, stream: str | None, sidecar
         record_error(session, source, stream, msg)
         result.runs[rid] = "conflict"
         return
+    if live is not None and source == A2A and live.stream != stream:
+        msg = (f"context {rid!r} is already recorded in capture stream {live.stream!r}; records of stream "
+               f"{stream!r} are kept but not merged (run every proxy of a conversation with the same --stream)")
+        result.errors.append(msg)
+        record_error(session, source, stream, msg)
+        result.runs[rid] = "conflict"
+        return
     try:
         outcome = store_live_run(session, run, source=f"live:{source}")
     except (RunConflict, RunFormatError) as exc:

@@ -753,11 +753,6 @@ class _RunBuilder:
                           {"otel": {"span_id": s.span_id, "trace_id": s.trace_id, "part": "output"}}, self.primary[key])
         else:
             self.primary[key] = self.emit(s, False, "log", lane, [], s.name or op, data, parent_idx)
-        if s.status.get("code") == STATUS_ERROR and op not in ("tool",):
-            self.warnings_for_error(s)
-
-    def warnings_for_error(self, s: Span) -> None:
-        pass  # the status is kept in data.otel.status; nothing else to do
 
     def finish(self) -> dict[str, Any]:
         order = sorted(range(len(self.events)), key=lambda i: self.events[i][0])
