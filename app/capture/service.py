@@ -293,7 +293,10 @@ def finalize_idle(session: Session, idle_seconds: float | None = None, now: date
 
         idle_seconds = get_settings().capture_idle_seconds
     cutoff = (now or _now()) - timedelta(seconds=idle_seconds)
-    res = session.execute(update(LiveRun).where(LiveRun.state == "recording", LiveRun.last_seen < cutoff)
+    ids = session.exec(select(LiveRun.id).where(LiveRun.state == "recording", LiveRun.last_seen < cutoff)).all()
+    if not ids:  # the usual case: read only, no write lock taken by a page view
+        return 0
+    res = session.execute(update(LiveRun).where(col(LiveRun.id).in_(ids), LiveRun.state == "recording")
                           .values(state="final", final_reason="idle"))
     return res.rowcount or 0
 
