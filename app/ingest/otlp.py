@@ -43,6 +43,11 @@ Both turn into the same flat span dicts (`Span`), and `build_runs` maps spans on
     state is a ``state_update``.
   - anything else (``CHAIN`` and framework spans): a private ``log`` event (content: span name).
 
+  Texts come from ``gen_ai.input.messages`` / ``gen_ai.output.messages`` (else OpenInference
+  ``input.value`` / ``output.value`` and ``llm.input_messages.N.message.*``, else the older flattened
+  ``gen_ai.prompt.N.*`` / ``gen_ai.completion.N.*`` attributes or ``gen_ai.user.message`` /
+  ``gen_ai.choice`` span events).
+
   Every event's ``data`` keeps what has no canonical place: ``otel`` (trace/span/parent ids, name,
   kind, status, start and end in nanoseconds, scope) and ``attributes`` (all of them, verbatim),
   plus span ``events`` and ``links`` when present. Nothing is dropped.
@@ -446,6 +451,21 @@ def _value_text(v: Any) -> str | None:
     return v if isinstance(v, str) else json.dumps(v, ensure_ascii=False)
 
 
+def _event_text(span: Span, names: tuple[str, ...]) -> str | None:
+    """Text of the older GenAI conventions' span events (``gen_ai.user.message``, ``gen_ai.choice``...)."""
+    texts = []
+    for e in span.events:
+        if e.get("name") not in names:
+            continue
+        attrs = e.get("attributes") or {}
+        for key in ("content", "gen_ai.prompt", "gen_ai.completion", "message"):
+            t = _value_text(attrs.get(key))
+            if t:
+                texts.append(t)
+                break
+    return "\n".join(texts) if texts else None
+
+
 def iso_ns(ns: int | None) -> str | None:
     """Nanoseconds since the epoch -> ISO 8601 UTC (microseconds; the exact value stays in data.otel)."""
     if ns is None:
@@ -464,7 +484,7 @@ def operation(span: Span) -> str:
     a = span.attributes
     op = _str(a, "gen_ai.operation.name")
     oi = (_str(a, "openinference.span.kind") or "").upper()
-    if op in ("invoke_agent", "create_agent") or oi == "AGENT":
+    if op == "invoke_agent" or oi == "AGENT":
         return "invoke_agent"
     if op == "execute_tool" or oi == "TOOL":
         return "tool"
@@ -662,9 +682,11 @@ class _RunBuilder:
         if s.status.get("code") == STATUS_ERROR and parent is None:
             self.status = "error"
         inp = _value_text(a.get("gen_ai.input.messages")) or _value_text(a.get("input.value")) \
-            or message_text(unflatten(a, "llm.input_messages"))
+            or message_text(unflatten(a, "llm.input_messages")) or message_text(unflatten(a, "gen_ai.prompt")) \
+            or _event_text(s, ("gen_ai.user.message", "gen_ai.system.message", "gen_ai.content.prompt"))
         out = _value_text(a.get("gen_ai.output.messages")) or _value_text(a.get("output.value")) \
-            or message_text(unflatten(a, "llm.output_messages"))
+            or message_text(unflatten(a, "llm.output_messages")) or message_text(unflatten(a, "gen_ai.completion")) \
+            or _event_text(s, ("gen_ai.choice", "gen_ai.assistant.message", "gen_ai.content.completion"))
         if op == "invoke_agent":
             caller = caller_of(s)
             if caller is None and parent is not None:

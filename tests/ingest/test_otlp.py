@@ -146,3 +146,22 @@ def test_cli_and_rest_import(sdk_file, db_url, monkeypatch, engine):
     assert r.json()["imported"] == 0 and r.json()["unchanged"] == 1  # already imported by the CLI above
     got = client.get(f"/api/v1/runs/{otlp_gen.CONV}", headers=h).json()
     assert [a["id"] for a in got["agents"]] == ["planner", "booker", "payments-agent"]
+
+
+def test_older_genai_conventions_prompt_attributes_and_events():
+    doc = {"resourceSpans": [{"resource": {"attributes": [{"key": "service.name", "value": {"stringValue": "old-app"}}]},
+                              "scopeSpans": [{"spans": [
+        {"traceId": "0af7651916cd43dd8448eb211c80319c", "spanId": "b7ad6b7169203331", "name": "chat m",
+         "startTimeUnixNano": "1780000000000000000", "endTimeUnixNano": "1780000001000000000",
+         "attributes": [{"key": "gen_ai.operation.name", "value": {"stringValue": "chat"}},
+                        {"key": "gen_ai.prompt.0.role", "value": {"stringValue": "user"}},
+                        {"key": "gen_ai.prompt.0.content", "value": {"stringValue": "hello?"}}],
+         "events": [{"name": "gen_ai.choice", "timeUnixNano": "1780000000900000000",
+                     "attributes": [{"key": "message", "value": {"stringValue": '{"role": "assistant", "content": "hi!"}'}}]}]},
+        {"traceId": "0af7651916cd43dd8448eb211c80319c", "spanId": "c7ad6b7169203331", "name": "create_agent x",
+         "startTimeUnixNano": "1780000002000000000",
+         "attributes": [{"key": "gen_ai.operation.name", "value": {"stringValue": "create_agent"}}]}]}]}]}
+    spans, _ = spans_from_json(doc)
+    run = build_runs(spans)["0af7651916cd43dd8448eb211c80319c"]
+    assert [(e["kind"], e["actor"], e["content"]) for e in run["events"]] == [
+        ("message", "old-app", "hi!"), ("log", "old-app", "create_agent x")]
