@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import time
 
 import httpx
@@ -54,6 +55,15 @@ def _sse_events(chunks: list[bytes]) -> list[bytes]:
     return out + p.close()
 
 
+_UUID = re.compile(rb"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+_STAMP = re.compile(rb"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z?")
+
+
+def _masked(chunks: list[bytes]) -> bytes:
+    """A response body with the ids and timestamps a second, identical conversation changes."""
+    return _STAMP.sub(b"TS", _UUID.sub(b"ID", b"".join(chunks)))
+
+
 def _strip(run):
     return [{k: e[k] for k in ("seq", "kind", "actor", "recipients", "content", "data")} for e in run["events"]]
 
@@ -72,6 +82,8 @@ def test_proxy_is_transparent_and_records_the_run(tmp_path, db_url, engine, prot
         with Served(lambda url: create_proxy_app(upstream_url, rec, name="shop-agent")) as proxy_url:
             kinds, _ = asyncio.run(_talk(proxy_url, streaming, binding, tee))
             card = httpx.get(f"{proxy_url}/.well-known/agent-card.json").json()
+            direct = TeeTransport()  # the same conversation without the proxy
+            direct_kinds, _ = asyncio.run(_talk(upstream_url, streaming, binding, direct))
             deadline = time.monotonic() + 20
             while (rec.queue is None or rec.queue._unfinished_tasks) and time.monotonic() < deadline:
                 time.sleep(0.05)
@@ -80,9 +92,13 @@ def test_proxy_is_transparent_and_records_the_run(tmp_path, db_url, engine, prot
     assert all(i["url"].startswith(proxy_url) for i in card["supportedInterfaces"])
     if "url" in card:
         assert card["url"].startswith(proxy_url)
+    # the client gets what it gets without the proxy (up to the ids and times of a new conversation)
+    assert kinds == direct_kinds
+    plain = [r for r in direct.log if "well-known" not in r["path"]]
     # byte for byte: every non-card response the client got is what the server sent
-    sent = [r for r in upstream_log if "well-known" not in r["path"]]
+    sent = [r for r in upstream_log if "well-known" not in r["path"]][:len(plain)]
     got = [r for r in tee.log if "well-known" not in r["path"]]
+    assert [_masked(r["chunks"]) for r in got] == [_masked(r["chunks"]) for r in plain]
     assert [r["path"] for r in got] == [r["path"] for r in sent] and got
     for g, s in zip(got, sent):
         assert b"".join(g["chunks"]) == b"".join(s["chunks"])
