@@ -159,3 +159,17 @@ def progress_page(request: Request, session: SessionDep, user: ReviewerPage, tax
     data = progress(session, tax, max(page, 1), 100, state)
     return render(request, "admin/progress.html", data=data, tax=tax, taxonomies=all_versions(session),
                   states=RUN_STATES, state=state, error=None)
+
+
+# --------------------------------------------------------------------------- live capture
+
+@router.get("/admin/capture")
+def admin_capture(request: Request, session: SessionDep, user: AdminPage):
+    """What live capture (POST /v1/traces, `a2annotate record`) has brought in: runs recording and
+    final per source, their events, raw records kept, and the latest capture errors."""
+    from app.capture.service import capture_summary, finalize_idle
+    from app.core.config import get_settings
+
+    finalize_idle(session)
+    return render(request, "admin/capture.html", data=capture_summary(session),
+                  idle=get_settings().capture_idle_seconds, flash=request.session.pop("flash", None))

@@ -108,6 +108,11 @@ def create_assignments(session: Session, run_filter: RunFilter, sample_size: int
     users = _annotator_users(session, annotators)
     by_name = {u.username: u for u in users}
     runs = {r.run_id: r.id for r in session.exec(filtered_runs_query(run_filter)).all()}
+    from app.capture.service import finalize_idle, recording_run_ids
+
+    finalize_idle(session)
+    for rid in recording_run_ids(session, list(runs)):  # live runs are assigned once final
+        del runs[rid]
     plan = plan_assignments(list(runs), list(by_name), k, sample_size, seed)
     result = AssignmentResult(taxonomy=tax_ref(taxonomy), batch=batch, runs_matching=len(runs),
                               runs_selected=len(plan), per_annotator={u.username: 0 for u in users})

@@ -361,6 +361,10 @@ def save_annotation(session: Session, user: User, run: Run, taxonomy: Taxonomy, 
         raise AnnotationError("labels", "a submitted annotation needs at least one label or no_failure=true")
     if check_lock and is_adjudicated(session, run, taxonomy):
         raise LockedError(f"run {run.run_id} is adjudicated under {tax_ref(taxonomy)}: its annotations can no longer change")
+    from app.capture.service import is_recording
+
+    if check_lock and is_recording(session, run.run_id):
+        raise LockedError(f"run {run.run_id} is still recording (live capture): it can be annotated once final")
     now = utcnow()
     ann = find_annotation(session, user, run, taxonomy)
     if ann is None:

@@ -69,9 +69,12 @@ class _Progress:
 
 @click.command("import")
 @click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True))
-@click.option("--format", "fmt", type=click.Choice(["canonical", "tree", "wire", "mad", "whowhen"]), default=None,
+@click.option("--format", "fmt",
+              type=click.Choice(["canonical", "tree", "wire", "mad", "whowhen", "otlp", "openinference"]),
+              default=None,
               help="Force the input format (default: detected per path): mad = MAST's MAD files (full or "
-                   "human-labelled), whowhen = Who&When records.")
+                   "human-labelled), whowhen = Who&When records; otlp and openinference read OpenTelemetry "
+                   "trace files (OTLP/JSON) with GenAI or OpenInference attributes.")
 @click.option("--mapping", type=click.Path(exists=True, dir_okay=False), default=None,
               help="Mapping file (YAML/JSON) naming files of a per-run directory tree.")
 @click.option("--replace", is_flag=True, help="Overwrite runs already stored with different content.")
@@ -79,7 +82,7 @@ class _Progress:
 @one_line_errors
 def import_cmd(paths: tuple[str, ...], fmt: str | None, mapping: str | None, replace: bool, show_unused: bool) -> None:
     """Import runs from PATHS (canonical JSON/JSONL, per-run directory trees, A2A wire logs,
-    MAST's MAD files, Who&When records).
+    MAST's MAD files, Who&When records, OTLP trace files).
 
     Each run is stored atomically; a malformed run is reported with its file and line and
     leaves nothing behind, while the other runs still import. Ends with the summary line

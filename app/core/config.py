@@ -41,6 +41,11 @@ class Settings(BaseSettings):
     detectors: str = ""
     #: Folder with the built-in taxonomy files.
     taxonomy_dir: Path = Path(__file__).resolve().parents[2] / "taxonomy"
+    #: Live capture: a run that received nothing for this many seconds becomes final.
+    capture_idle_seconds: float = 300.0
+    #: Live capture: sidecar file (YAML/JSON: per agent principal, objective, constraints, model,
+    #: harness, private_state) applied to runs arriving on POST /v1/traces.
+    capture_sidecar: Path | None = None
 
 
 @lru_cache

@@ -28,6 +28,79 @@ _KINDS_03 = {"message": "message", "task": "task", "status-update": "status",
              "artifact-update": "artifact"}
 
 
+LIST_METHODS = frozenset({"ListTasks", "tasks/list"})
+CARD_METHODS = frozenset({"GetExtendedAgentCard", "agent/getAuthenticatedExtendedCard", "GetAuthenticatedExtendedCard"})
+
+
+def rest_method(http_method: str, path: str) -> tuple[str | None, dict]:
+    """The JSON-RPC method (1.0 names) an HTTP+JSON (REST) binding call stands for, and the params
+    found in its path: ``POST /message:send`` -> SendMessage, ``POST /message:stream`` ->
+    SendStreamingMessage, ``GET /tasks/{id}`` -> GetTask, ``POST /tasks/{id}:cancel`` -> CancelTask,
+    ``GET|POST /tasks/{id}:subscribe`` -> SubscribeToTask, ``GET /tasks`` -> ListTasks,
+    ``GET /extendedAgentCard`` (0.3: ``/v1/card``) -> GetExtendedAgentCard. A leading ``/v1`` (0.3)
+    and a tenant prefix (``/{tenant}/message:send``) are allowed; the tenant is returned in params."""
+    parts = [p for p in (path or "").split("?")[0].split("/") if p]
+    m = (http_method or "").upper()
+    if parts and parts[0] == "v1":
+        parts = parts[1:]
+    params: dict = {}
+    for i, head in enumerate(parts):
+        rest = parts[i:]
+        if head in ("message:send", "message:stream") and m == "POST" and len(rest) == 1:
+            method = "SendMessage" if head == "message:send" else "SendStreamingMessage"
+        elif head == "tasks" and len(rest) == 1 and m == "GET":
+            method = "ListTasks"
+        elif head == "tasks" and len(rest) == 2:
+            tid, _, action = rest[1].partition(":")
+            params["id"] = tid
+            method = {"": "GetTask" if m == "GET" else None, "cancel": "CancelTask",
+                      "subscribe": "SubscribeToTask"}.get(action)
+            if method is None:
+                return None, {}
+        elif head in ("extendedAgentCard", "card") and len(rest) == 1 and m == "GET":
+            method = "GetExtendedAgentCard"
+        else:
+            continue
+        if i:
+            params["tenant"] = "/".join(parts[:i])
+        return method, params
+    return None, {}
+
+
+_PROTO_NAMES = {"message_id": "messageId", "context_id": "contextId", "task_id": "taskId",
+                "artifact_id": "artifactId", "last_chunk": "lastChunk", "reference_task_ids": "referenceTaskIds",
+                "mime_type": "mimeType", "file_with_uri": "fileWithUri", "file_with_bytes": "fileWithBytes",
+                "accepted_output_modes": "acceptedOutputModes", "history_length": "historyLength",
+                "push_notification": "pushNotification", "status_update": "statusUpdate",
+                "artifact_update": "artifactUpdate", "next_page_token": "nextPageToken"}
+
+
+def from_proto_json(obj: Any, _depth: int = 0) -> Any:
+    """0.3 HTTP+JSON bodies as gRPC transcoding writes them -> the JSON-RPC object shapes.
+
+    The 0.3 REST binding serialises the protobuf messages: snake_case field names when the proto
+    names are kept (``message_id``), a Message's parts under ``content``, a TaskStatus's message
+    under ``update``, a SendMessageRequest's message under ``request``. Only these known names
+    are renamed; ``metadata`` and data values are left exactly as they are."""
+    if _depth > 64:
+        return obj
+    if isinstance(obj, list):
+        return [from_proto_json(v, _depth + 1) for v in obj]
+    if not isinstance(obj, dict):
+        return obj
+    out: dict[str, Any] = {}
+    for k, v in obj.items():
+        key = _PROTO_NAMES.get(k, k)
+        out[key] = v if key in ("metadata", "data") else from_proto_json(v, _depth + 1)
+    if "role" in out and "parts" not in out and isinstance(out.get("content"), list):
+        out["parts"] = out.pop("content")
+    if "state" in out and "message" not in out and isinstance(out.get("update"), dict):
+        out["message"] = out.pop("update")
+    if "request" in out and "message" not in out and isinstance(out.get("request"), dict):
+        out["message"] = out.pop("request")
+    return out
+
+
 def protocol_of_method(method: str) -> str:
     """Return "0.3" for slash-style method names (``message/send``), else "1.0"."""
     return "0.3" if "/" in method else "1.0"
@@ -137,6 +210,8 @@ def classify_result(result: Any) -> tuple[str, Any]:
         return "status", result
     if "status" in result and "id" in result:
         return "task", result
+    if isinstance(result.get("tasks"), list):  # ListTasks
+        return "tasks", result
     return "other", result
 
 
@@ -150,9 +225,21 @@ def context_of_body(body: dict) -> str | None:
         if isinstance(params.get("contextId"), str):
             return params["contextId"]
     kind, obj = classify_result(body.get("result"))
-    if kind != "other" and isinstance(obj, dict) and isinstance(obj.get("contextId"), str):
+    if kind not in ("other", "tasks") and isinstance(obj, dict) and isinstance(obj.get("contextId"), str):
         return obj["contextId"]
     return None
+
+
+def contexts_of_list(body: dict) -> list[str]:
+    """The contextIds of the tasks in a ListTasks result (in order, each once)."""
+    kind, obj = classify_result(body.get("result"))
+    if kind != "tasks":
+        return []
+    out: dict[str, None] = {}
+    for t in obj["tasks"]:
+        if isinstance(t, dict) and isinstance(t.get("contextId"), str):
+            out.setdefault(t["contextId"])
+    return list(out)
 
 
 def task_ids_of_body(body: dict) -> list[str]:

@@ -3,7 +3,9 @@
 `detect_format(path)`: a directory (or a .zip archive, read as the directory it holds) is
 "tree"; for a file the first non-blank line decides: ``[`` -> "canonical" (JSON array); SSE
 (``data:``/``event:``/``id:`` lines) -> "wire"; a JSON object with ``jsonrpc``, an envelope
-``body``, ``type: run_context|agent_card`` or an agent card -> "wire"; any other object (a run,
+``body``, ``type: run_context|agent_card`` or an agent card -> "wire"; an object with
+``resourceSpans`` (an OTLP/JSON trace export, as the collector's file exporter writes it) -> "otlp"
+(`--format openinference` reads the same files: one mapping in app.ingest.otlp); any other object (a run,
 with ``run_id``) -> "canonical", unless the (first) record has the keys of one of the field's
 datasets: MAST's MAD (``mast_annotation``, or ``round`` + ``annotations``) -> "mad", Who&When
 (``history`` + ``mistake_agent``/``mistake_step``/``question_ID``) -> "whowhen". A pretty-printed single object is sniffed by its top-level keys.
@@ -31,13 +33,15 @@ from app.ingest.canonical import RunFormatError
 from app.ingest.items import ImportItem, ReadSummary, error_item
 from app.ingest.jsonio import BOM, iter_canonical_file
 from app.ingest.mad import iter_mad_file, looks_like_mad_keys
+from app.ingest.otlp import iter_otlp_file, looks_like_otlp
 from app.ingest.tree import Mapping, iter_tree, load_mapping
 from app.ingest.whowhen import iter_whowhen_file, looks_like_whowhen_keys
 from app.ingest.wire import iter_wire_file
 
-FORMATS = ("canonical", "tree", "wire", "mad", "whowhen")
+FORMATS = ("canonical", "tree", "wire", "mad", "whowhen", "otlp", "openinference")
 #: formats of the field's published datasets, recognised by the keys of their first record
 DATASET_FORMATS = ("mad", "whowhen")
+OTLP_FORMATS = ("otlp", "openinference")  # one reader: app.ingest.otlp maps GenAI semconv and OpenInference
 MAX_ZIP_BYTES = 2 << 30  # refuse archives that unpack to more than 2 GiB
 ZIP_TYPES = ("application/zip", "application/x-zip-compressed", "application/x-zip")
 _SSE_START = (b"data:", b"event:", b"id:", b"retry:", b":")
@@ -46,6 +50,8 @@ _SSE_START = (b"data:", b"event:", b"id:", b"retry:", b":")
 def _classify_object(obj: Any) -> str:
     if not isinstance(obj, dict):
         return "canonical"
+    if looks_like_otlp(obj):
+        return "otlp"
     if "jsonrpc" in obj or obj.get("type") in ("run_context", "agent_card"):
         return "wire"
     if isinstance(obj.get("body"), dict) or looks_like_agent_card(obj):
@@ -60,7 +66,7 @@ def _top_level_keys(path: str | os.PathLike, limit: int = 64) -> set[str]:
             for prefix, event, value in ijson.parse(f):
                 if prefix == "" and event == "map_key":
                     keys.add(value)
-                    if len(keys) >= limit or value in ("run_id", "jsonrpc", "body"):
+                    if len(keys) >= limit or value in ("run_id", "jsonrpc", "body", "resourceSpans"):
                         break
     except (ijson.JSONError, UnicodeDecodeError):
         pass
@@ -96,7 +102,7 @@ def dataset_format(path: str | os.PathLike) -> str | None:
 
 
 def sniff_file(path: str | os.PathLike) -> str | None:
-    """Return "canonical", "wire", "mad", "whowhen" or None (not JSON / SSE data) for one file."""
+    """Return "canonical", "wire", "otlp", "mad", "whowhen" or None (not JSON / SSE data) for one file."""
     fmt = _sniff_file(path)
     if fmt == "canonical":
         return dataset_format(path) or fmt
@@ -128,6 +134,8 @@ def _sniff_file(path: str | os.PathLike) -> str | None:
         return _classify_object(json.loads(first))
     except ValueError:
         keys = _top_level_keys(path)
+        if "resourceSpans" in keys:
+            return "otlp"
         if keys & {"jsonrpc", "body"}:
             return "wire"
         if "type" in keys or "name" in keys:
@@ -160,11 +168,13 @@ def _read_file(path: Path, shown: str, fmt: str | None) -> Iterator[ImportItem]:
         return iter_mad_file(path, shown)
     if fmt == "whowhen":
         return iter_whowhen_file(path, shown)
+    if fmt in OTLP_FORMATS:
+        return iter_otlp_file(path, shown)
     return iter([error_item(shown, "cannot tell the format: not JSON, JSON Lines or an SSE stream")])
 
 
 def _iter_dir(path: str | os.PathLike, shown: str, fmt: str | None, mapping: Mapping) -> Iterator[ImportItem]:
-    loose_fmt = fmt if fmt in ("canonical", "wire", *DATASET_FORMATS) else None
+    loose_fmt = fmt if fmt in ("canonical", "wire", *DATASET_FORMATS, *OTLP_FORMATS) else None
 
     def loose(p: Path, name: str) -> Iterator[ImportItem] | None:
         if p.name == "agent-card.json" and p.parent.name == ".well-known":

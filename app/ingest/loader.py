@@ -266,3 +266,20 @@ def import_bytes(engine: Engine, data: bytes, filename: str, content_type: str =
 
     return load_items(engine, iter_bytes(data, filename, content_type), replace=replace,
                       after_store=_after_store_default)
+
+
+def store_live_run(session: Session, run: dict[str, Any], *, source: str | None = None) -> str:
+    """Store a run that is still growing (live capture: POST /v1/traces, the recording proxy).
+
+    The first call inserts it; each later call rewrites its content in place with the run rebuilt
+    from everything received so far (seq in time order; annotations on it kept), inside a
+    SAVEPOINT, so a failure leaves the previous state. Returns "imported", "unchanged" or
+    "replaced"; raises like `store_run`. The caller decides that the run may grow (it is live)."""
+    savepoint = session.begin_nested()
+    try:
+        outcome = store_run(session, run, replace=True, source=source, after_store=_after_store_default)
+    except Exception:
+        savepoint.rollback()
+        raise
+    savepoint.commit()
+    return outcome

@@ -56,13 +56,17 @@ from collections.abc import Iterator
 from typing import Any
 
 from app.ingest.a2a import (
+    CARD_METHODS,
     SEND_METHODS,
     classify_result,
     context_of_body,
+    contexts_of_list,
+    from_proto_json,
     join_artifact_parts,
     looks_like_agent_card,
     parts_to_content,
     protocol_of_method,
+    rest_method,
     role_name,
     state_name,
     task_ids_of_body,
@@ -93,7 +97,53 @@ def _ts(value: Any) -> str | None:
 
 def is_envelope(obj: dict) -> bool:
     """True for ``{ts, direction, from_agent, to_agent, body}`` records."""
-    return isinstance(obj.get("body"), dict) and "jsonrpc" not in obj
+    return (isinstance(obj.get("body"), dict) or isinstance(obj.get("http"), dict)) and "jsonrpc" not in obj
+
+
+def _headers(obj: dict) -> dict:
+    http = obj.get("http") if isinstance(obj.get("http"), dict) else {}
+    h = http.get("headers") if isinstance(http.get("headers"), dict) else {}
+    return {str(k).lower(): v for k, v in h.items()}
+
+
+_V03_NAMES = {"SendMessage": "message/send", "SendStreamingMessage": "message/stream", "GetTask": "tasks/get",
+              "CancelTask": "tasks/cancel", "SubscribeToTask": "tasks/resubscribe", "ListTasks": "tasks/list",
+              "GetExtendedAgentCard": "agent/getAuthenticatedExtendedCard"}
+
+
+def unwrap_rest(obj: dict) -> dict | None:
+    """An envelope of the HTTP+JSON (REST) binding as the JSON-RPC envelope it stands for.
+
+    The envelope names the call in ``http: {method, path, status, headers}`` and pairs request and
+    response by ``exchange``; its body is the bare request/response (or one SSE event). Returns the
+    envelope unchanged when its body is JSON-RPC already (or it has no ``http``), None for an HTTP
+    exchange that is no A2A call (e.g. a health check) or for a REST request without a body to keep."""
+    http = obj.get("http")
+    body = obj.get("body")
+    if not isinstance(http, dict) or (isinstance(body, dict) and ("jsonrpc" in body or looks_like_agent_card(body))):
+        return obj if isinstance(body, dict) else None
+    method, params = rest_method(str(http.get("method") or ""), str(http.get("path") or ""))
+    rid = obj.get("exchange")
+    if method is None:
+        return None
+    if str(http.get("path") or "").startswith("/v1/"):  # the 0.3 REST binding: name the call as 0.3 does
+        method = _V03_NAMES.get(method, method)
+        body = from_proto_json(body)
+    out = {k: v for k, v in obj.items() if k != "body"}
+    if obj.get("direction") == "response":
+        status = http.get("status")
+        if isinstance(status, int) and status >= 400:
+            err = body.get("error", body) if isinstance(body, dict) else {"message": str(body)}
+            out["body"] = {"jsonrpc": "2.0", "id": rid, "error": err}
+        elif method in CARD_METHODS:
+            out["body"] = body if isinstance(body, dict) else {}
+        else:
+            out["body"] = {"jsonrpc": "2.0", "id": rid, "result": body}
+        return out
+    p = dict(body) if isinstance(body, dict) else {}
+    p.update({k: v for k, v in params.items() if k not in p})
+    out["body"] = {"jsonrpc": "2.0", "id": rid, "method": method, "params": p}
+    return out
 
 
 def as_body(obj: dict) -> dict:
@@ -102,6 +152,26 @@ def as_body(obj: dict) -> dict:
         return obj
     kind, _ = classify_result(obj)
     return {"jsonrpc": "2.0", "id": None, "result": obj} if kind != "other" else obj
+
+
+def envelope_context(env: dict, task_ctx: dict[str, str]) -> str | None:
+    """The contextId one envelope belongs to, as the file reader would group it, from the envelope
+    alone plus `task_ctx` (task id -> context, updated here); None when it names none (an error, a
+    card, a ListTasks result spanning contexts). Used by the recording proxy to tag what it records."""
+    conv = unwrap_rest(env) if is_envelope(env) else env
+    if conv is None or not isinstance(conv.get("body"), dict):
+        return None
+    body = as_body(conv["body"])
+    if looks_like_agent_card(body) or contexts_of_list(body):
+        return None
+    ctx = context_of_body(body)
+    tids = task_ids_of_body(body)
+    if ctx is None:
+        ctx = next((task_ctx[t] for t in tids if t in task_ctx), None)
+    if ctx is not None:
+        for t in tids:
+            task_ctx.setdefault(t, ctx)
+    return ctx
 
 
 def _as_list(value: Any) -> list[str]:
@@ -151,6 +221,10 @@ class ContextBuilder:
         self.names: dict[str, None] = {}  # every actor/recipient on the wire, in order of appearance
         self.party: dict[str, str] = {}  # name -> "client" | "server"
         self.last_state: str | None = None
+        self.declared_versions: set[str] = set()  # A2A-Version headers seen
+        self.tenants: set[str] = set()
+        self.task_meta: dict[str, Any] = {}
+        self.extended_cards: dict[str, dict] = {}
 
     # -- records
     def add(self, obj: Any, loc: Location) -> None:
@@ -161,6 +235,14 @@ class ContextBuilder:
             self.set_sidecar(obj.get("run"), loc)
             return
         env = is_envelope(obj)
+        if env:
+            conv = unwrap_rest(obj)
+            if conv is None:
+                return
+            obj = conv
+            version = _headers(obj).get("a2a-version")
+            if isinstance(version, str) and version:
+                self.declared_versions.add(version)
         body = as_body(obj["body"] if env else obj)
         ts = _ts(obj.get("ts", obj.get("timestamp"))) if env else None
         frm = obj.get("from_agent") if env and isinstance(obj.get("from_agent"), str) else None
@@ -180,6 +262,8 @@ class ContextBuilder:
     def request(self, body: dict, ts: str | None, frm: str | None, to: list[str], env: bool) -> None:
         method = body["method"]
         self.protocols.add(protocol_of_method(method))
+        if isinstance(body.get("params"), dict) and isinstance(body["params"].get("tenant"), str):
+            self.tenants.add(body["params"]["tenant"])
         client = frm or self.default_client
         servers = to if env else [self.default_server]
         self.requests[_rid(body.get("id"))] = (client, servers)
@@ -207,6 +291,12 @@ class ContextBuilder:
         kind, obj = classify_result(result)
         if kind == "other":
             return
+        if kind == "tasks":  # ListTasks: the tasks (and their histories) of this context
+            for t in obj["tasks"]:
+                if isinstance(t, dict) and t.get("contextId") == self.ctx:
+                    self.protocols.add("0.3" if "kind" in t else "1.0")
+                    self.task(t, ts, server, clients)
+            return
         self.protocols.add("0.3" if isinstance(result, dict) and "kind" in result else "1.0")
         if kind == "message":
             self.message(obj, ts, server, clients)
@@ -232,6 +322,8 @@ class ContextBuilder:
             return
         content, data = parts_to_content(msg.get("parts"))
         meta = dict(msg["metadata"]) if isinstance(msg.get("metadata"), dict) else {}
+        if msg.get("extensions"):
+            meta.setdefault("a2a_extensions", msg["extensions"])
         if isinstance(msg.get("taskId"), str):
             meta.setdefault("a2a_task_id", msg["taskId"])
         if msg.get("referenceTaskIds"):
@@ -242,6 +334,8 @@ class ContextBuilder:
 
     def task(self, task: dict, ts: str | None, server: str, clients: list[str]) -> None:
         tid = task.get("id")
+        if isinstance(task.get("metadata"), dict) and task["metadata"]:
+            self.task_meta[str(tid)] = task["metadata"]
         status = task.get("status") if isinstance(task.get("status"), dict) else {}
         for m in task.get("history") or []:
             self.nested_message(m, None, server, clients)
@@ -324,6 +418,9 @@ class ContextBuilder:
             run = dict(self.sidecar)
             run.setdefault("run_id", self.ctx)
             events = self.merge_sidecar(run)
+            if self.declared_versions or self.tenants or self.task_meta:
+                run["metadata"] = dict(run["metadata"]) if isinstance(run.get("metadata"), dict) else {}
+                self.protocol_metadata(run["metadata"])
         else:
             run = self.default_run()
             events = [dict(e) for e in self.events]
@@ -368,12 +465,31 @@ class ContextBuilder:
                                 "a2a_protocols": sorted(self.protocols)}
         if state is not None:
             meta["a2a_last_task_state"] = state
+        self.protocol_metadata(meta)
         return {"run_id": self.ctx,
                 "scenario": {"id": "unknown", "family": "unknown", "metadata": {"note": NO_SIDECAR_NOTE}},
                 "status": status,
                 "started_at": min(stamps, key=ts_key) if stamps else None,
                 "ended_at": max(stamps, key=ts_key) if stamps else None,
                 "metadata": meta}
+
+    def protocol_metadata(self, meta: dict) -> None:
+        """What the traffic says about itself: A2A-Version headers, tenants, task metadata."""
+        if self.declared_versions:
+            meta["a2a_versions_declared"] = sorted(self.declared_versions)
+            if len(self.declared_versions) == 1:
+                meta["a2a_protocol_version"] = next(iter(self.declared_versions))
+        elif len(self.protocols) == 1:
+            meta["a2a_protocol_version"] = next(iter(self.protocols))
+        if self.tenants:
+            meta["a2a_tenants"] = sorted(self.tenants)
+        if self.task_meta:
+            meta["a2a_task_metadata"] = self.task_meta
+
+    def error_only(self) -> bool:
+        """True when this context holds nothing but error replies (no message, task or artifact)."""
+        return bool(self.events) and all(e["kind"] == "log" and isinstance(e.get("data"), dict)
+                                         and "error" in e["data"] for e in self.events)
 
     def add_wire_agents(self, run: dict) -> None:
         agents = run.get("agents")
@@ -391,6 +507,8 @@ class ContextBuilder:
             meta: dict[str, Any] = {"source": "a2a-wire"}
             if name in self.cards:
                 meta["agent_card"] = self.cards[name]
+            if name in self.extended_cards:
+                meta["extended_agent_card"] = self.extended_cards[name]
             role = self.party.get(name) or ("server" if name in self.cards or name == self.default_server else
                                             "client" if name == self.default_client else None)
             agents.append({"id": name, "role": role, "metadata": meta})
@@ -452,6 +570,7 @@ class _Index:
         self.groups: dict[Any, array] = {}
         self.errors: list[ImportItem] = []
         self.cards: list[tuple[str | None, dict]] = []
+        self.extended_cards: list[dict] = []
 
     def add(self, idx: int, ctx: Any) -> None:
         group = self.groups.get(ctx)
@@ -495,16 +614,35 @@ def _index(path: str | os.PathLike, name: str) -> _Index:
             continue
         else:
             env = is_envelope(obj)
+            if env:
+                conv = unwrap_rest(obj)
+                if conv is None:
+                    continue  # an HTTP exchange that is no A2A call
+                obj = conv
             body = obj["body"] if env else obj
             if env and looks_like_agent_card(body):
                 frm = obj.get("from_agent")
                 ix.cards.append((frm if isinstance(frm, str) else None, body))
+                if (obj.get("http") or {}).get("path", "").rstrip("/").endswith(("extendedAgentCard", "/card")):
+                    ix.extended_cards.append(body)
                 continue
+            if looks_like_agent_card(body.get("result")):  # GetExtendedAgentCard over JSON-RPC
+                ix.extended_cards.append(body["result"])
+                ix.cards.append((obj.get("from_agent") if env and isinstance(obj.get("from_agent"), str) else None,
+                                 body["result"]))
+                continue
+            if body.get("method") in CARD_METHODS:
+                continue  # its answer is the card
             body = as_body(body)
             if not isinstance(body.get("method"), str) and "result" not in body and "error" not in body:
                 ix.errors.append(error_item(Location(name, line), NOT_WIRE_RECORD))
                 continue
             ctx = context_of_body(body)
+            listed = contexts_of_list(body)
+            if listed:  # a ListTasks result spans contexts: the record goes to each
+                for c in listed:
+                    ix.add(idx, c)
+                continue
             tids = task_ids_of_body(body)
             if ctx is None:
                 ctx = next((task_ctx[_rid(t)] for t in tids if _rid(t) in task_ctx), None)
@@ -622,15 +760,24 @@ def iter_wire_file(path: str | os.PathLike, display: str | None = None) -> Itera
             yield ImportItem(source=name, unused_files=[name])
         return
     cards, default_server = _card_names(ix.cards + _card_files(os.fspath(path)))
+    extended = {c["name"]: c for c in ix.extended_cards if isinstance(c.get("name"), str)}
     base = os.path.basename(name)
 
     def build(ctx: Any, records: Iterator[tuple[Any, Location]]) -> ImportItem:
         label = ctx if ctx is not None else f"{base}#no-context"
         b = ContextBuilder(label, default_server=default_server, cards=cards)
+        b.extended_cards = extended
         loc = Location(name, pointer=f"context {label}")
+        locs: list[Location] = []
         try:
             for obj, rloc in records:
                 b.add(obj, rloc)
+                locs.append(rloc)
+            if ctx is None and ctx not in sidecars and b.error_only():
+                texts = "; ".join(str(e.get("content") or e["data"]["error"])[:200] for e in b.events[:5])
+                return error_item(locs[0] if locs else loc,
+                                  f"{len(b.events)} error repl{'y' if len(b.events) == 1 else 'ies'} with no known "
+                                  f"context, not made into a run: {texts}")
             if ctx in sidecars:
                 run, sloc = sidecars.pop(ctx)
                 b.set_sidecar(run, sloc)

@@ -59,6 +59,12 @@ def runs_page(
     f = runs_service.RunFilter(**values)
     total, rows = runs_service.list_runs(session, f, page, page_size)
     summaries = runs_service.run_summaries(session, rows)
+    from app.capture.service import finalize_idle, recording_run_ids
+
+    finalize_idle(session)
+    recording = recording_run_ids(session, [r.run_id for r in rows])
+    for s in summaries:
+        s["recording"] = s["run_id"] in recording
     mine = {}
     if rows:
         for run_pk, st in session.exec(select(Annotation.run_pk, Annotation.status).where(
@@ -142,6 +148,10 @@ def run_page(request: Request, run_id: str, session: SessionDep, user: PageUser,
     tax = choose_taxonomy(session, user, run, taxonomy)
     if tax is None:
         raise HTTPException(404, f"no taxonomy {taxonomy!r}" if taxonomy else "no taxonomy is registered")
+    from app.capture.service import finalize_idle, is_recording
+
+    finalize_idle(session)
+    recording = is_recording(session, run.run_id)
     canon = runs_service.to_canonical(session, run)
     view = build_trace(canon, show_demo_truth=user.role == "admin",
                        success_threshold=get_settings().success_threshold)
@@ -159,7 +169,8 @@ def run_page(request: Request, run_id: str, session: SessionDep, user: PageUser,
     config = {
         "run_id": view["run_id"], "taxonomy": tview["ref"],
         "mine": jsonable_encoder(annotations_to_api(session, [own])[0]) if own is not None else None,
-        "locked": is_adjudicated(session, run, tax),
+        "locked": is_adjudicated(session, run, tax) or recording,  # a recording run is read-only until final
+        "recording": recording,
         "modes": [{"code": m["code"], "name": m["name"], "category": m["category"]} for m in tview["modes"]],
         "categories": [{"code": c["code"], "name": c["name"]} for c in tview["categories"]],
         "agents": [{"id": a["id"], "principal": a["principal"], "principal_name": a["principal_name"]}
@@ -171,5 +182,5 @@ def run_page(request: Request, run_id: str, session: SessionDep, user: PageUser,
 
     config["hints"] = page_hints(session, user, run, tax)  # None unless hints are on for this user's batch
     return render(request, "run.html", t=view, tax=tview, config=config, show_audits=is_reviewer,
-                  others=others, is_admin=user.role == "admin")
+                  others=others, is_admin=user.role == "admin", recording=recording)
 

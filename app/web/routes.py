@@ -22,6 +22,7 @@ ROUTER_MODULES = [
     "app.reports.pages",
     "app.admin.pages",
     "app.detectors.pages",
+    "app.capture.views",
 ]
 
 

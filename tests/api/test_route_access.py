@@ -128,6 +128,11 @@ ROUTES: dict[tuple[str, str], Case] = {
     ("POST", "/admin/detectors/run"): Case("/admin/detectors/run", ADMIN, ok=303, send={"data": {"only": "leak"}}),
     ("POST", "/admin/detectors/hints"): Case("/admin/detectors/hints", ADMIN, ok=303, send={
         "data": {"batch": "no-such-batch", "on": "true"}}),
+    ("GET", "/admin/capture"): Case("/admin/capture", ADMIN),
+    # OTLP/HTTP ingestion takes Bearer tokens only (as exporters send them), so every cookie session
+    # here gets 401; token access by role is tested in tests/capture/test_otlp_endpoint.py
+    ("POST", "/v1/traces"): Case("/v1/traces", PUBLIC, ok=401, send={
+        "content": "", "headers": {"Content-Type": "application/x-protobuf"}}),
 }
 
 

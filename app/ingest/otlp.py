@@ -1,0 +1,908 @@
+"""OpenTelemetry traces (OTLP) -> canonical runs: one mapping for trace files and for POST /v1/traces.
+
+Input shapes (pure parsing, no database):
+
+* OTLP/JSON as the collector's ``file`` exporter writes it: one ``ExportTraceServiceRequest`` per
+  line (``{"resourceSpans": [{"resource": {...}, "scopeSpans": [{"scope": {...}, "spans": [...]}]}]}``),
+  or one such document pretty-printed, or a JSON array of them. Ids are hex (base64 accepted too),
+  timestamps nanosecond integers written as strings, attribute values typed
+  (``stringValue``, ``intValue``, ``doubleValue``, ``boolValue``, ``arrayValue``, ``kvlistValue``,
+  ``bytesValue``), ``kind`` an integer (or its enum name), ``status.code`` 0/1/2 (or its name).
+  The older ``instrumentationLibrarySpans`` spelling is read too.
+* OTLP protobuf (``ExportTraceServiceRequest`` bytes, what the official exporters send by default):
+  `spans_from_protobuf`.
+
+Both turn into the same flat span dicts (`Span`), and `build_runs` maps spans onto runs:
+
+* A run is a conversation: ``gen_ai.conversation.id`` (GenAI semantic conventions) or
+  ``session.id`` (OpenInference) on any span of a trace puts the whole trace in that run; a trace
+  with neither is a run of its own (run id = trace id). Spans of one run may come from many traces,
+  files, batches and processes.
+* Agents ("lanes") come from agent names: ``gen_ai.agent.name`` (else ``gen_ai.agent.id``),
+  OpenInference ``agent.name`` (an ``AGENT`` span without one is named by ``graph.node.name`` or its
+  span name); a span without its own agent is in its nearest ancestor's lane, else in the lane of
+  its resource's ``service.name``.
+* Spans become events in their agent's lane, ordered by time (seq = time order); a span's event
+  has ``parent_seq`` = the event of its parent span:
+
+  - ``invoke_agent`` / OpenInference ``AGENT``: when another agent calls it (``gen_ai.caller.name``
+    / ``gen_ai.caller.id``, or the parent span is in another lane) a shared ``delegation`` event from
+    the caller to the agent (content: the input), and, when it answers, a shared ``message`` back at
+    the span's end (content: the output); called by nobody: a private ``log`` event (content: the
+    input) and a private ``message`` with the output.
+  - ``chat`` / ``text_completion`` / ``generate_content`` / OpenInference ``LLM``: a private
+    ``message`` (content: the output text, data: model, input and output messages, usage).
+  - ``execute_tool`` / OpenInference ``TOOL``: a private ``tool_call`` (data: tool name, id, type,
+    arguments) and, at the span's end, a ``tool_result`` (data: the result) whose parent is the call.
+    A tool span naming ``gen_ai.transfer.target.name`` is a hand-off: a shared ``delegation`` to the
+    target (data: ``transfer_mode``); the target's own ``invoke_agent`` under it is then a private
+    ``log`` in the target's lane.
+  - A2A spans (any ``a2a.*`` attribute, e.g. ``a2a.method.name``, ``a2a.message.id``,
+    ``a2a.task.id``, ``a2a.task.state``): a shared ``message`` between the caller and the remote
+    agent (``gen_ai.agent.name`` of a CLIENT span, else ``server.address``); a span naming a task
+    state is a ``state_update``.
+  - anything else (``CHAIN`` and framework spans): a private ``log`` event (content: span name).
+
+  Texts come from ``gen_ai.input.messages`` / ``gen_ai.output.messages`` (else OpenInference
+  ``input.value`` / ``output.value`` and ``llm.input_messages.N.message.*``, else the older flattened
+  ``gen_ai.prompt.N.*`` / ``gen_ai.completion.N.*`` attributes or ``gen_ai.user.message`` /
+  ``gen_ai.choice`` span events).
+
+  Every event's ``data`` keeps what has no canonical place: ``otel`` (trace/span/parent ids, name,
+  kind, status, start and end in nanoseconds, scope) and ``attributes`` (all of them, verbatim),
+  plus span ``events`` and ``links`` when present. Nothing is dropped.
+* A run's status is ``error`` when a root span failed, ``failed`` when an A2A task ended
+  ``failed``/``rejected``, else ``completed``; scenario ``unknown`` unless a sidecar names it
+  (app.ingest.sidecar).
+"""
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import math
+import os
+import re
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from app.ingest.canonical import Location, RunFormatError
+from app.ingest.items import ImportItem, error_item, item_from_raw
+
+SOURCE_FORMAT = "otlp"
+NO_SCENARIO_NOTE = ("imported from OpenTelemetry traces: the scenario, the principals and the agents' "
+                    "private state are unknown unless a sidecar names them")
+SPAN_KINDS = {"SPAN_KIND_UNSPECIFIED": 0, "SPAN_KIND_INTERNAL": 1, "SPAN_KIND_SERVER": 2,
+              "SPAN_KIND_CLIENT": 3, "SPAN_KIND_PRODUCER": 4, "SPAN_KIND_CONSUMER": 5}
+STATUS_CODES = {"STATUS_CODE_UNSET": 0, "STATUS_CODE_OK": 1, "STATUS_CODE_ERROR": 2}
+KIND_CLIENT = 3
+STATUS_ERROR = 2
+LLM_OPERATIONS = frozenset({"chat", "text_completion", "generate_content", "embeddings"})
+FAILED_STATES = frozenset({"failed", "rejected"})
+
+
+class OtlpFormatError(ValueError):
+    """A document that is not an OTLP trace export at all (the whole body is refused)."""
+
+
+@dataclass
+class Span:
+    """One span, flattened from OTLP/JSON or protobuf (ids as lower-case hex)."""
+
+    trace_id: str
+    span_id: str
+    parent_span_id: str | None
+    name: str
+    kind: int
+    start_ns: int | None
+    end_ns: int | None
+    attributes: dict[str, Any]
+    resource: dict[str, Any] = field(default_factory=dict)
+    scope: dict[str, Any] = field(default_factory=dict)
+    status: dict[str, Any] = field(default_factory=dict)
+    events: list[dict[str, Any]] = field(default_factory=list)
+    links: list[dict[str, Any]] = field(default_factory=list)
+    where: str = ""
+
+    @property
+    def key(self) -> str:
+        return f"{self.trace_id}:{self.span_id}"
+
+    def to_json(self) -> dict[str, Any]:
+        """A JSON-able dict that `Span.from_json` reads back (used to keep spans between batches)."""
+        return {"trace_id": self.trace_id, "span_id": self.span_id, "parent_span_id": self.parent_span_id,
+                "name": self.name, "kind": self.kind, "start_ns": _ns_text(self.start_ns),
+                "end_ns": _ns_text(self.end_ns), "attributes": self.attributes, "resource": self.resource,
+                "scope": self.scope, "status": self.status, "events": self.events, "links": self.links}
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> Span:
+        return cls(trace_id=d["trace_id"], span_id=d["span_id"], parent_span_id=d.get("parent_span_id"),
+                   name=d.get("name") or "", kind=int(d.get("kind") or 0), start_ns=_int_or_none(d.get("start_ns")),
+                   end_ns=_int_or_none(d.get("end_ns")), attributes=d.get("attributes") or {},
+                   resource=d.get("resource") or {}, scope=d.get("scope") or {}, status=d.get("status") or {},
+                   events=d.get("events") or [], links=d.get("links") or [])
+
+
+def _ns_text(v: int | None) -> str | None:
+    return None if v is None else str(v)
+
+
+def _int_or_none(v: Any) -> int | None:
+    if v is None or v == "":
+        return None
+    try:
+        return int(v)
+    except (TypeError, ValueError):
+        return None
+
+
+# --------------------------------------------------------------------------- OTLP/JSON decoding
+
+def any_value(v: Any) -> Any:
+    """The Python value of an OTLP/JSON AnyValue (``{"stringValue": ...}`` etc.)."""
+    if not isinstance(v, dict):
+        return v
+    if "stringValue" in v:
+        return v["stringValue"]
+    if "boolValue" in v:
+        return bool(v["boolValue"])
+    if "intValue" in v:
+        try:
+            return int(v["intValue"])
+        except (TypeError, ValueError):
+            return v["intValue"]
+    if "doubleValue" in v:
+        d = v["doubleValue"]
+        if isinstance(d, str):  # "NaN", "Infinity" as proto3 JSON writes them
+            try:
+                d = float(d)
+            except ValueError:
+                return d
+        return d if not isinstance(d, float) or math.isfinite(d) else str(d)
+    if "arrayValue" in v:
+        vals = (v["arrayValue"] or {}).get("values") or []
+        return [any_value(x) for x in vals]
+    if "kvlistValue" in v:
+        return attributes_dict((v["kvlistValue"] or {}).get("values") or [])
+    if "bytesValue" in v:
+        return {"bytes_base64": v["bytesValue"]}
+    return None
+
+
+def attributes_dict(kvs: Any) -> dict[str, Any]:
+    """OTLP/JSON ``[{"key": k, "value": AnyValue}]`` -> ``{k: value}`` (later keys win)."""
+    out: dict[str, Any] = {}
+    if isinstance(kvs, dict):  # already a plain mapping (some tools write that)
+        return dict(kvs)
+    for kv in kvs or []:
+        if isinstance(kv, dict) and isinstance(kv.get("key"), str):
+            out[kv["key"]] = any_value(kv.get("value"))
+    return out
+
+
+_HEX = re.compile(r"^[0-9a-fA-F]+$")
+
+
+def norm_id(value: Any) -> str | None:
+    """A trace/span id as lower-case hex: hex kept, base64 (protobuf JSON mapping) decoded, empty -> None."""
+    if not isinstance(value, str) or not value:
+        return None
+    if _HEX.match(value) and len(value) in (16, 32):
+        return value.lower()
+    try:
+        raw = base64.b64decode(value, validate=True)
+    except (binascii.Error, ValueError):
+        return value.lower() if _HEX.match(value) else value
+    if len(raw) in (8, 16):
+        return raw.hex()
+    return value
+
+
+def _ns(value: Any) -> int | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value or None
+    if isinstance(value, str) and value.strip().isascii() and value.strip().isdigit():
+        return int(value.strip()) or None
+    return None
+
+
+def _enum(value: Any, names: dict[str, int]) -> int:
+    if isinstance(value, bool):
+        return 0
+    if isinstance(value, int):
+        return value
+    if isinstance(value, str):
+        if value.isdigit():
+            return int(value)
+        return names.get(value.upper(), 0)
+    return 0
+
+
+def spans_from_json(doc: Any, where: str = "") -> tuple[list[Span], list[str]]:
+    """Spans of one OTLP/JSON ``ExportTraceServiceRequest``; returns (spans, problems).
+
+    Raises OtlpFormatError when `doc` is not a trace export (no ``resourceSpans``)."""
+    if not isinstance(doc, dict) or not isinstance(doc.get("resourceSpans", doc.get("resource_spans")), list):
+        raise OtlpFormatError("not an OTLP trace export: expected an object with a 'resourceSpans' array")
+    spans: list[Span] = []
+    problems: list[str] = []
+    for i, rs in enumerate(doc.get("resourceSpans", doc.get("resource_spans")) or []):
+        if not isinstance(rs, dict):
+            problems.append(f"{where}resourceSpans[{i}]: not an object")
+            continue
+        resource = attributes_dict((rs.get("resource") or {}).get("attributes"))
+        scopes = rs.get("scopeSpans", rs.get("scope_spans", rs.get("instrumentationLibrarySpans"))) or []
+        for j, ss in enumerate(scopes):
+            if not isinstance(ss, dict):
+                problems.append(f"{where}resourceSpans[{i}].scopeSpans[{j}]: not an object")
+                continue
+            sc = ss.get("scope", ss.get("instrumentationLibrary")) or {}
+            scope = {k: sc[k] for k in ("name", "version") if isinstance(sc, dict) and sc.get(k)}
+            if isinstance(sc, dict) and sc.get("attributes"):
+                scope["attributes"] = attributes_dict(sc["attributes"])
+            for k, sp in enumerate(ss.get("spans") or []):
+                path = f"{where}resourceSpans[{i}].scopeSpans[{j}].spans[{k}]"
+                if not isinstance(sp, dict):
+                    problems.append(f"{path}: not an object")
+                    continue
+                tid = norm_id(sp.get("traceId", sp.get("trace_id")))
+                sid = norm_id(sp.get("spanId", sp.get("span_id")))
+                if tid is None or sid is None:
+                    problems.append(f"{path}: span without {'traceId' if tid is None else 'spanId'} skipped")
+                    continue
+                status = sp.get("status") if isinstance(sp.get("status"), dict) else {}
+                spans.append(Span(
+                    trace_id=tid, span_id=sid,
+                    parent_span_id=norm_id(sp.get("parentSpanId", sp.get("parent_span_id"))),
+                    name=sp.get("name") if isinstance(sp.get("name"), str) else "",
+                    kind=_enum(sp.get("kind"), SPAN_KINDS),
+                    start_ns=_ns(sp.get("startTimeUnixNano", sp.get("start_time_unix_nano"))),
+                    end_ns=_ns(sp.get("endTimeUnixNano", sp.get("end_time_unix_nano"))),
+                    attributes=attributes_dict(sp.get("attributes")),
+                    resource=resource, scope=scope,
+                    status={"code": _enum(status.get("code"), STATUS_CODES),
+                            **({"message": status["message"]} if status.get("message") else {})},
+                    events=[{"name": e.get("name"), "time_ns": _ns_text(_ns(e.get("timeUnixNano"))),
+                             "attributes": attributes_dict(e.get("attributes"))}
+                            for e in sp.get("events") or [] if isinstance(e, dict)],
+                    links=[{"trace_id": norm_id(ln.get("traceId")), "span_id": norm_id(ln.get("spanId")),
+                            "attributes": attributes_dict(ln.get("attributes"))}
+                           for ln in sp.get("links") or [] if isinstance(ln, dict)],
+                    where=path,
+                ))
+    return spans, problems
+
+
+# --------------------------------------------------------------------------- protobuf decoding
+
+def _pb_value(v: Any) -> Any:
+    which = v.WhichOneof("value")
+    if which is None:
+        return None
+    if which == "array_value":
+        return [_pb_value(x) for x in v.array_value.values]
+    if which == "kvlist_value":
+        return _pb_attrs(v.kvlist_value.values)
+    if which == "bytes_value":
+        return {"bytes_base64": base64.b64encode(v.bytes_value).decode("ascii")}
+    val = getattr(v, which)
+    if isinstance(val, float) and not math.isfinite(val):
+        return str(val)
+    return val
+
+
+def _pb_attrs(kvs: Any) -> dict[str, Any]:
+    return {kv.key: _pb_value(kv.value) for kv in kvs}
+
+
+def spans_from_protobuf(data: bytes) -> tuple[list[Span], list[str]]:
+    """Spans of a protobuf ``ExportTraceServiceRequest``; raises OtlpFormatError if it does not parse."""
+    from google.protobuf.message import DecodeError
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
+    req = ExportTraceServiceRequest()
+    try:
+        req.ParseFromString(data)
+    except (DecodeError, ValueError) as exc:
+        raise OtlpFormatError(f"not a protobuf ExportTraceServiceRequest: {exc}") from None
+    spans: list[Span] = []
+    problems: list[str] = []
+    for i, rs in enumerate(req.resource_spans):
+        resource = _pb_attrs(rs.resource.attributes)
+        for j, ss in enumerate(rs.scope_spans):
+            scope = {k: getattr(ss.scope, k) for k in ("name", "version") if getattr(ss.scope, k)}
+            if len(ss.scope.attributes):
+                scope["attributes"] = _pb_attrs(ss.scope.attributes)
+            for k, sp in enumerate(ss.spans):
+                path = f"resourceSpans[{i}].scopeSpans[{j}].spans[{k}]"
+                if not sp.trace_id or not sp.span_id:
+                    problems.append(f"{path}: span without {'traceId' if not sp.trace_id else 'spanId'} skipped")
+                    continue
+                spans.append(Span(
+                    trace_id=sp.trace_id.hex(), span_id=sp.span_id.hex(),
+                    parent_span_id=sp.parent_span_id.hex() or None, name=sp.name, kind=int(sp.kind),
+                    start_ns=sp.start_time_unix_nano or None, end_ns=sp.end_time_unix_nano or None,
+                    attributes=_pb_attrs(sp.attributes), resource=resource, scope=scope,
+                    status={"code": int(sp.status.code), **({"message": sp.status.message} if sp.status.message else {})},
+                    events=[{"name": e.name, "time_ns": _ns_text(e.time_unix_nano or None),
+                             "attributes": _pb_attrs(e.attributes)} for e in sp.events],
+                    links=[{"trace_id": ln.trace_id.hex(), "span_id": ln.span_id.hex(),
+                            "attributes": _pb_attrs(ln.attributes)} for ln in sp.links],
+                    where=path,
+                ))
+    return spans, problems
+
+
+# --------------------------------------------------------------------------- attribute helpers
+
+def _str(attrs: dict, *keys: str) -> str | None:
+    for k in keys:
+        v = attrs.get(k)
+        if isinstance(v, str) and v.strip():
+            return v
+        if isinstance(v, (int, float)) and not isinstance(v, bool):
+            return str(v)
+    return None
+
+
+def _maybe_json(v: Any) -> Any:
+    if isinstance(v, str) and v[:1] in ("{", "["):
+        try:
+            return json.loads(v)
+        except ValueError:
+            return v
+    return v
+
+
+def unflatten(attrs: dict[str, Any], prefix: str) -> Any:
+    """OpenInference's flattened lists: ``prefix.0.message.role`` ... -> ``[{"message": {"role": ...}}]``."""
+    root: dict = {}
+    pre = prefix + "."
+    for key, value in attrs.items():
+        if not key.startswith(pre):
+            continue
+        node = root
+        parts = key[len(pre):].split(".")
+        for p in parts[:-1]:
+            node = node.setdefault(p, {})
+            if not isinstance(node, dict):
+                break
+        else:
+            node[parts[-1]] = value
+    return _listify(root)
+
+
+def _listify(node: Any) -> Any:
+    if not isinstance(node, dict):
+        return node
+    out = {k: _listify(v) for k, v in node.items()}
+    if out and all(k.isdigit() for k in out):
+        return [out[k] for k in sorted(out, key=int)]
+    return out
+
+
+def message_text(messages: Any) -> str | None:
+    """The text of GenAI/OpenInference chat messages (text parts joined by newlines)."""
+    messages = _maybe_json(messages)
+    if isinstance(messages, str):
+        return messages
+    if isinstance(messages, dict):
+        messages = [messages]
+    if not isinstance(messages, list):
+        return None
+    texts: list[str] = []
+    for m in messages:
+        if isinstance(m, dict) and isinstance(m.get("message"), dict):  # OpenInference
+            m = m["message"]
+        if not isinstance(m, dict):
+            if isinstance(m, str):
+                texts.append(m)
+            continue
+        content = m.get("content")
+        if isinstance(content, str) and content:
+            texts.append(content)
+        for part in m.get("parts") or m.get("contents") or []:
+            if isinstance(part, dict) and part.get("type", "text") == "text":
+                t = part.get("content", part.get("text", part.get("message_content.text")))
+                if isinstance(t, str) and t:
+                    texts.append(t)
+        if isinstance(m.get("content"), list):
+            for part in m["content"]:
+                if isinstance(part, dict) and isinstance(part.get("text"), str):
+                    texts.append(part["text"])
+    return "\n".join(texts) if texts else None
+
+
+def tool_calls_text(messages: Any) -> str | None:
+    """``name(arguments)`` for each tool call requested in GenAI/OpenInference output messages."""
+    messages = _maybe_json(messages)
+    if not isinstance(messages, list):
+        return None
+    out: list[str] = []
+    for m in messages:
+        if isinstance(m, dict) and isinstance(m.get("message"), dict):
+            m = m["message"]
+        if not isinstance(m, dict):
+            continue
+        for part in m.get("parts") or []:
+            if isinstance(part, dict) and part.get("type") == "tool_call":
+                args = part.get("arguments")
+                out.append(f"{part.get('name')}({args if isinstance(args, str) else json.dumps(args)})")
+        for tc in m.get("tool_calls") or []:
+            fn = (tc.get("tool_call") or tc).get("function") if isinstance(tc, dict) else None
+            if isinstance(fn, dict):
+                out.append(f"{fn.get('name')}({fn.get('arguments') or ''})")
+    return "\n".join(out) if out else None
+
+
+def _value_text(v: Any) -> str | None:
+    if v is None:
+        return None
+    v2 = _maybe_json(v)
+    if isinstance(v2, (list, dict)):
+        t = message_text(v2)
+        if t:
+            return t
+    return v if isinstance(v, str) else json.dumps(v, ensure_ascii=False)
+
+
+def _event_text(span: Span, names: tuple[str, ...]) -> str | None:
+    """Text of the older GenAI conventions' span events (``gen_ai.user.message``, ``gen_ai.choice``...)."""
+    texts = []
+    for e in span.events:
+        if e.get("name") not in names:
+            continue
+        attrs = e.get("attributes") or {}
+        for key in ("content", "gen_ai.prompt", "gen_ai.completion", "message"):
+            t = _value_text(attrs.get(key))
+            if t:
+                texts.append(t)
+                break
+    return "\n".join(texts) if texts else None
+
+
+def iso_ns(ns: int | None) -> str | None:
+    """Nanoseconds since the epoch -> ISO 8601 UTC (microseconds; the exact value stays in data.otel)."""
+    if ns is None:
+        return None
+    try:
+        dt = datetime.fromtimestamp(ns // 1000 / 1e6, tz=UTC)
+    except (OverflowError, OSError, ValueError):
+        return None
+    return dt.isoformat(timespec="microseconds").replace("+00:00", "Z")
+
+
+# --------------------------------------------------------------------------- classification
+
+def operation(span: Span) -> str:
+    """invoke_agent | llm | tool | a2a | other."""
+    a = span.attributes
+    op = _str(a, "gen_ai.operation.name")
+    oi = (_str(a, "openinference.span.kind") or "").upper()
+    if op == "invoke_agent" or oi == "AGENT":
+        return "invoke_agent"
+    if op == "execute_tool" or oi == "TOOL":
+        return "tool"
+    if op in LLM_OPERATIONS or oi == "LLM":
+        return "llm"
+    if any(k.startswith("a2a.") for k in a):
+        return "a2a"
+    name = span.name.split(" ")[0] if span.name else ""
+    if name == "invoke_agent":
+        return "invoke_agent"
+    if name == "execute_tool":
+        return "tool"
+    if name in LLM_OPERATIONS:
+        return "llm"
+    return "other"
+
+
+def own_agent(span: Span) -> str | None:
+    """The agent a span names for itself, if any."""
+    a = span.attributes
+    name = _str(a, "gen_ai.agent.name", "agent.name", "gen_ai.agent.id")
+    if name:
+        return name
+    if (_str(a, "openinference.span.kind") or "").upper() == "AGENT":
+        return _str(a, "graph.node.name") or (span.name or None)
+    return None
+
+
+def conversation_of(span: Span) -> str | None:
+    return _str(span.attributes, "gen_ai.conversation.id", "session.id")
+
+
+def caller_of(span: Span) -> str | None:
+    return _str(span.attributes, "gen_ai.caller.name", "gen_ai.caller.agent.name", "gen_ai.caller.id")
+
+
+def transfer_target(span: Span) -> str | None:
+    return _str(span.attributes, "gen_ai.transfer.target.name", "gen_ai.transfer.target.id")
+
+
+# --------------------------------------------------------------------------- runs
+
+def group_runs(spans: Iterable[Span]) -> dict[str, list[Span]]:
+    """Spans by run id: the trace's conversation id (else session id, else the trace id).
+
+    A trace whose spans name several conversations is split by conversation; its spans without
+    one go to the conversation named first (by time)."""
+    by_trace: dict[str, list[Span]] = {}
+    for s in spans:
+        by_trace.setdefault(s.trace_id, []).append(s)
+    runs: dict[str, list[Span]] = {}
+    for tid, group in by_trace.items():
+        group.sort(key=_span_order)
+        convs = [c for c in (conversation_of(s) for s in group) if c]
+        default = convs[0] if convs else tid
+        for s in group:
+            runs.setdefault(conversation_of(s) or default, []).append(s)
+    return runs
+
+
+def run_keys_of(spans: Iterable[Span]) -> dict[str, set[str]]:
+    """For each trace id: the run ids its spans belong to (see `group_runs`)."""
+    out: dict[str, set[str]] = {}
+    for rid, group in group_runs(spans).items():
+        for s in group:
+            out.setdefault(s.trace_id, set()).add(rid)
+    return out
+
+
+def _span_order(s: Span) -> tuple:
+    return (s.start_ns if s.start_ns is not None else math.inf, s.end_ns or 0, s.trace_id, s.span_id)
+
+
+class _RunBuilder:
+    def __init__(self, run_id: str, spans: list[Span]) -> None:
+        self.run_id = run_id
+        self.spans = sorted(spans, key=_span_order)
+        self.by_id: dict[tuple[str, str], Span] = {}
+        for s in self.spans:
+            self.by_id.setdefault((s.trace_id, s.span_id), s)
+        self.lanes: dict[tuple[str, str], str] = {}
+        self.agents: dict[str, dict[str, Any]] = {}
+        self.events: list[tuple[tuple, int, dict]] = []  # (sort key, order, event)
+        self.primary: dict[tuple[str, str], int] = {}  # span -> index into self.events
+        self.warnings: list[str] = []
+        self.transfers: dict[tuple[str, str], str] = {}  # tool span -> target agent
+        self.status = "completed"
+
+    def parent(self, s: Span) -> Span | None:
+        if not s.parent_span_id:
+            return None
+        return self.by_id.get((s.trace_id, s.parent_span_id))
+
+    def lane(self, s: Span, depth: int = 0) -> str:
+        key = (s.trace_id, s.span_id)
+        if key in self.lanes:
+            return self.lanes[key]
+        name = own_agent(s)
+        if name is not None and s.kind == KIND_CLIENT and operation(s) == "a2a":
+            name = None  # a CLIENT A2A span names the remote agent; it runs in its caller's lane
+        if name is None:
+            p = self.parent(s) if depth < 500 else None
+            name = self.lane(p, depth + 1) if p is not None else (
+                _str(s.resource, "service.name") or "agent")
+        self.lanes[key] = name
+        return name
+
+    def agent(self, name: str, s: Span | None = None, role: str | None = None) -> str:
+        a = self.agents.get(name)
+        if a is None:
+            a = self.agents[name] = {"id": name, "role": role, "metadata": {"source": SOURCE_FORMAT}}
+        if s is not None and own_agent(s) == name:
+            meta = a["metadata"]
+            for key, attr in (("agent_id", "gen_ai.agent.id"), ("description", "gen_ai.agent.description"),
+                              ("graph_node_id", "graph.node.id"), ("graph_node_parent_id", "graph.node.parent_id"),
+                              ("service_name", "service.name")):
+                v = _str(s.attributes, attr) or (_str(s.resource, attr) if attr == "service.name" else None)
+                if v and key not in meta:
+                    meta[key] = v
+        if s is not None and a.get("model") is None and self.lane(s) == name:
+            model = _str(s.attributes, "gen_ai.response.model", "gen_ai.request.model", "llm.model_name")
+            if model and operation(s) == "llm":
+                a["model"] = model
+        return name
+
+    def emit(self, s: Span, at_end: bool, kind: str, actor: str, recipients: list[str], content: str | None,
+             data: dict, parent_idx: int | None) -> int:
+        t = s.end_ns if at_end and s.end_ns is not None else s.start_ns
+        ev = {"ts": iso_ns(t), "kind": kind, "actor": self.agent(actor), "recipients": [self.agent(r) for r in recipients],
+              "visibility": "shared" if recipients else "private", "content": content, "data": data,
+              "_parent_idx": parent_idx, "_ns": t}
+        idx = len(self.events)
+        # start events before end events at the same instant; then in span order
+        self.events.append(((t if t is not None else math.inf, 1 if at_end else 0, idx), idx, ev))
+        return idx
+
+    def otel(self, s: Span) -> dict[str, Any]:
+        d: dict[str, Any] = {"trace_id": s.trace_id, "span_id": s.span_id, "name": s.name, "kind": s.kind}
+        if s.parent_span_id:
+            d["parent_span_id"] = s.parent_span_id
+        if s.status.get("code"):
+            d["status"] = s.status
+        d["start_ns"] = _ns_text(s.start_ns)
+        d["end_ns"] = _ns_text(s.end_ns)
+        if s.scope:
+            d["scope"] = s.scope
+        if s.resource.get("service.name"):
+            d["service_name"] = s.resource["service.name"]
+        return d
+
+    def base_data(self, s: Span) -> dict[str, Any]:
+        data: dict[str, Any] = {"otel": self.otel(s), "attributes": s.attributes}
+        if s.events:
+            data["span_events"] = s.events
+        if s.links:
+            data["links"] = s.links
+        return data
+
+    def parent_event(self, s: Span) -> int | None:
+        p = self.parent(s)
+        while p is not None:
+            idx = self.primary.get((p.trace_id, p.span_id))
+            if idx is not None:
+                return idx
+            p = self.parent(p)
+        return None
+
+    def build(self) -> dict[str, Any]:
+        # parents first (spans are in start order; a child starting at its parent's instant may come
+        # first, so resolve parents lazily by visiting them before their children)
+        done: set[tuple[str, str]] = set()
+
+        def visit(s: Span, depth: int = 0) -> None:
+            key = (s.trace_id, s.span_id)
+            if key in done:
+                return
+            done.add(key)
+            p = self.parent(s)
+            if p is not None and depth < 500:
+                visit(p, depth + 1)
+            self.span_events(s)
+
+        for s in self.spans:
+            visit(s)
+        return self.finish()
+
+    def span_events(self, s: Span) -> None:
+        a = s.attributes
+        op = operation(s)
+        lane = self.agent(self.lane(s), s)
+        parent = self.parent(s)
+        parent_idx = self.parent_event(s)
+        data = self.base_data(s)
+        key = (s.trace_id, s.span_id)
+        if s.status.get("code") == STATUS_ERROR and parent is None:
+            self.status = "error"
+        inp = _value_text(a.get("gen_ai.input.messages")) or _value_text(a.get("input.value")) \
+            or message_text(unflatten(a, "llm.input_messages")) or message_text(unflatten(a, "gen_ai.prompt")) \
+            or _event_text(s, ("gen_ai.user.message", "gen_ai.system.message", "gen_ai.content.prompt"))
+        out = _value_text(a.get("gen_ai.output.messages")) or _value_text(a.get("output.value")) \
+            or message_text(unflatten(a, "llm.output_messages")) or message_text(unflatten(a, "gen_ai.completion")) \
+            or _event_text(s, ("gen_ai.choice", "gen_ai.assistant.message", "gen_ai.content.completion"))
+        if op == "invoke_agent":
+            caller = caller_of(s)
+            if caller is None and parent is not None:
+                plane = self.lane(parent)
+                caller = plane if plane != lane else None
+            if caller is not None:
+                self.agent(caller, role=_str(a, "gen_ai.caller.type"))
+            handed = parent is not None and self.transfers.get((parent.trace_id, parent.span_id)) == lane
+            if caller is not None and caller != lane and not handed:
+                self.primary[key] = self.emit(s, False, "delegation", caller, [lane], inp, data, parent_idx)
+                if out is not None:
+                    self.emit(s, True, "message", lane, [caller], out, {"otel": {"span_id": s.span_id,
+                              "trace_id": s.trace_id, "part": "output"}}, self.primary[key])
+            else:
+                self.primary[key] = self.emit(s, False, "log", lane, [], inp or s.name, data, parent_idx)
+                if out is not None:
+                    self.emit(s, True, "message", lane, [], out, {"otel": {"span_id": s.span_id,
+                              "trace_id": s.trace_id, "part": "output"}}, self.primary[key])
+        elif op == "tool":
+            tool = {k: v for k, v in (
+                ("name", _str(a, "gen_ai.tool.name", "tool.name") or (s.name.removeprefix("execute_tool ").strip()
+                                                                      or None)),
+                ("call_id", _str(a, "gen_ai.tool.call.id", "tool_call.id", "tool.id")),
+                ("type", _str(a, "gen_ai.tool.type")),
+                ("description", _str(a, "gen_ai.tool.description", "tool.description")),
+                ("arguments", _maybe_json(a.get("gen_ai.tool.call.arguments", a.get("tool.parameters",
+                                                                                     a.get("input.value"))))),
+            ) if v is not None}
+            target = transfer_target(s)
+            data = {**data, "tool": tool}
+            args_text = tool.get("arguments")
+            args_text = args_text if isinstance(args_text, str) or args_text is None else json.dumps(
+                args_text, ensure_ascii=False)
+            if target is not None:
+                data["transfer_mode"] = _str(a, "gen_ai.transfer.mode")
+                data["transfer_target_type"] = _str(a, "gen_ai.transfer.target.type")
+                self.transfers[key] = target
+                self.agent(target, role=_str(a, "gen_ai.transfer.target.type"))
+                self.primary[key] = self.emit(s, False, "delegation", lane, [target], args_text or tool.get("name"),
+                                              data, parent_idx)
+            else:
+                self.primary[key] = self.emit(s, False, "tool_call", lane, [],
+                                              f"{tool.get('name') or 'tool'}({args_text or ''})", data, parent_idx)
+            result = a.get("gen_ai.tool.call.result", a.get("output.value"))
+            if result is not None or s.status.get("code") == STATUS_ERROR:
+                rdata: dict[str, Any] = {"otel": {"span_id": s.span_id, "trace_id": s.trace_id, "part": "result"},
+                                         "tool": {k: tool[k] for k in ("name", "call_id") if k in tool},
+                                         "result": _maybe_json(result)}
+                if s.status.get("code") == STATUS_ERROR:
+                    rdata["error"] = s.status.get("message") or _str(a, "error.type") or "error"
+                text = result if isinstance(result, str) else (
+                    json.dumps(result, ensure_ascii=False) if result is not None else rdata.get("error"))
+                if target is not None:
+                    self.emit(s, True, "message", target, [lane], text, rdata, self.primary[key])
+                else:
+                    self.emit(s, True, "tool_result", lane, [], text, rdata, self.primary[key])
+        elif op == "llm":
+            data = {**data, "model": _str(a, "gen_ai.response.model", "gen_ai.request.model", "llm.model_name"),
+                    "input_messages": _maybe_json(a.get("gen_ai.input.messages")) or unflatten(a, "llm.input_messages")
+                    or None, "output_messages": _maybe_json(a.get("gen_ai.output.messages"))
+                    or unflatten(a, "llm.output_messages") or None}
+            calls = tool_calls_text(data["output_messages"])
+            self.primary[key] = self.emit(s, False, "message", lane, [], out or calls or inp, data, parent_idx)
+        elif op == "a2a":
+            remote = None
+            if s.kind == KIND_CLIENT:
+                remote = _str(a, "gen_ai.agent.name", "a2a.agent.name", "server.address", "peer.service")
+                if remote == lane:
+                    remote = _str(a, "server.address", "peer.service")
+                actor, recipients = lane, [remote] if remote and remote != lane else []
+            else:
+                peer = caller_of(s) or _str(a, "client.address")
+                actor, recipients = (peer, [lane]) if peer and peer != lane else (lane, [])
+            state = _str(a, "a2a.task.state")
+            text = inp or _str(a, "a2a.message.text") or _str(a, "a2a.method.name") or s.name
+            kind = "message"
+            if state is not None:
+                norm = state.lower().removeprefix("task_state_").replace("_", "-")
+                if norm in FAILED_STATES and self.status == "completed":
+                    self.status = "failed"
+                if inp is None:
+                    kind, text = "state_update", norm
+            self.primary[key] = self.emit(s, False, kind, actor, recipients, text, data, parent_idx)
+            if out is not None and recipients:
+                self.emit(s, True, "message", recipients[0], [actor], out,
+                          {"otel": {"span_id": s.span_id, "trace_id": s.trace_id, "part": "output"}}, self.primary[key])
+        else:
+            self.primary[key] = self.emit(s, False, "log", lane, [], s.name or op, data, parent_idx)
+
+    def finish(self) -> dict[str, Any]:
+        order = sorted(range(len(self.events)), key=lambda i: self.events[i][0])
+        seq_of = {idx: seq for seq, idx in enumerate(order)}
+        events: list[dict] = []
+        for seq, idx in enumerate(order):
+            ev = dict(self.events[idx][2])
+            p = ev.pop("_parent_idx")
+            ev.pop("_ns")
+            ev["seq"] = seq
+            ev["parent_seq"] = seq_of.get(p) if p is not None else None
+            events.append(ev)
+        stamps = [s for s in (self.events[i][2]["_ns"] for i in order) if s is not None]
+        ends = [s.end_ns for s in self.spans if s.end_ns] + stamps
+        traces = sorted({s.trace_id for s in self.spans})
+        services = sorted({str(s.resource.get("service.name")) for s in self.spans if s.resource.get("service.name")})
+        meta: dict[str, Any] = {"source_format": SOURCE_FORMAT, "trace_ids": traces, "services": services,
+                                "n_spans": len(self.spans)}
+        conv = next((c for c in (conversation_of(s) for s in self.spans) if c), None)
+        if conv:
+            meta["conversation_id"] = conv
+        resources = []
+        for s in self.spans:
+            if s.resource and s.resource not in resources:
+                resources.append(s.resource)
+        if resources:
+            meta["otel_resources"] = resources
+        if self.warnings:
+            meta["import_warnings"] = self.warnings
+        return {"run_id": self.run_id,
+                "scenario": {"id": "unknown", "family": "unknown", "metadata": {"note": NO_SCENARIO_NOTE}},
+                "status": self.status,
+                "started_at": iso_ns(min(stamps)) if stamps else None,
+                "ended_at": iso_ns(max(ends)) if ends else None,
+                "principals": [], "agents": list(self.agents.values()), "events": events, "metadata": meta}
+
+
+def build_run(run_id: str, spans: list[Span]) -> dict[str, Any]:
+    """The raw canonical run (not normalized) for the spans of one run."""
+    return _RunBuilder(run_id, spans).build()
+
+
+def build_runs(spans: Iterable[Span]) -> dict[str, dict[str, Any]]:
+    """Raw canonical runs by run id for any spans (see the module docstring)."""
+    return {rid: build_run(rid, group) for rid, group in group_runs(spans).items()}
+
+
+def dedupe(spans: Iterable[Span]) -> list[Span]:
+    """Drop repeated (trace id, span id) pairs, the first kept (a re-sent batch)."""
+    seen: set[str] = set()
+    out: list[Span] = []
+    for s in spans:
+        if s.key not in seen:
+            seen.add(s.key)
+            out.append(s)
+    return out
+
+
+# --------------------------------------------------------------------------- files
+
+def looks_like_otlp(obj: Any) -> bool:
+    return isinstance(obj, dict) and isinstance(obj.get("resourceSpans"), list)
+
+
+def _docs(path: str | os.PathLike, name: str) -> Iterator[tuple[Any, Location] | ImportItem]:
+    with open(path, "rb") as f:
+        text = f.read()
+    if text.startswith(b"\xef\xbb\xbf"):
+        text = text[3:]
+    stripped = text.strip()
+    whole = None
+    if stripped.startswith(b"[") or (stripped.startswith(b"{") and b"\n" in stripped):
+        try:
+            whole = json.loads(stripped)
+        except (UnicodeDecodeError, ValueError):
+            whole = None
+    if whole is not None:
+        for i, d in enumerate(whole if isinstance(whole, list) else [whole]):
+            yield d, Location(name, pointer=f"[{i}]" if isinstance(whole, list) else None)
+        return
+    for lineno, raw in enumerate(text.split(b"\n"), 1):
+        raw = raw.strip()
+        if not raw:
+            continue
+        try:
+            yield json.loads(raw), Location(name, lineno)
+        except (UnicodeDecodeError, ValueError) as exc:
+            yield error_item(Location(name, lineno), f"not valid JSON: {exc}")
+
+
+def iter_otlp_file(path: str | os.PathLike, display: str | None = None) -> Iterator[ImportItem]:
+    """Yield one ImportItem per run found in an OTLP/JSON trace file (file exporter output)."""
+    name = display if display is not None else os.fspath(path)
+    spans: list[Span] = []
+    problems: list[str] = []
+    any_doc = False
+    for rec in _docs(path, name):
+        if isinstance(rec, ImportItem):
+            yield rec
+            continue
+        doc, loc = rec
+        try:
+            got, probs = spans_from_json(doc, where=f"{loc}: ")
+        except OtlpFormatError as exc:
+            yield ImportItem(error=RunFormatError(loc, str(exc), field="resourceSpans"), source=str(loc))
+            continue
+        any_doc = True
+        spans.extend(got)
+        problems.extend(probs)
+    runs = build_runs(dedupe(spans))
+    if not runs:
+        if any_doc:
+            yield error_item(Location(name), "no spans in this trace file" + (
+                f" ({'; '.join(problems[:5])})" if problems else ""))
+        return
+    for rid, raw in runs.items():
+        if problems:
+            raw["metadata"].setdefault("import_warnings", []).extend(problems)
+        yield item_from_raw(raw, Location(name, pointer=f"run {rid}"))
+
+
+def read_body(data: bytes, content_type: str) -> tuple[list[Span], list[str]]:
+    """Spans of an OTLP/HTTP request body (already un-gzipped): protobuf unless the type says JSON."""
+    ctype = (content_type or "").split(";")[0].strip().lower()
+    if ctype == "application/json":
+        try:
+            doc = json.loads(data)
+        except (UnicodeDecodeError, ValueError) as exc:
+            raise OtlpFormatError(f"not valid JSON: {exc}") from None
+        return spans_from_json(doc)
+    return spans_from_protobuf(data)
