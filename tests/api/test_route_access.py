@@ -45,9 +45,10 @@ ROUTES: dict[tuple[str, str], Case] = {
     # meta, docs, static
     ("GET", "/openapi.json"): Case("/openapi.json", PUBLIC),
     ("GET", "/docs"): Case("/docs", PUBLIC),
-    ("GET", "/docs/oauth2-redirect"): Case("/docs/oauth2-redirect", PUBLIC),
     ("GET", "/redoc"): Case("/redoc", PUBLIC),
+    ("GET", "/redoc/redoc.standalone.js"): Case("/redoc/redoc.standalone.js", PUBLIC),
     ("MOUNT", "/static"): Case("/static/css/app.css", PUBLIC),
+    ("MOUNT", "/docs-assets"): Case("/docs-assets/swagger-ui.css", PUBLIC),
     ("GET", "/healthz"): Case("/healthz", PUBLIC),
     # runs API
     ("GET", "/api/v1/runs"): Case("/api/v1/runs", USER),
