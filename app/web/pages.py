@@ -129,10 +129,12 @@ def taxonomy_view(tax: Taxonomy) -> dict[str, Any]:
 def run_page(request: Request, run_id: str, session: SessionDep, user: PageUser,
              taxonomy: str | None = None):
     """One run: scenario, principals and outcomes, lanes per agent, private state, reachability,
-    and the labeling panel. Other annotators' labels (and machine audits) are shown to reviewers
-    and admins only, never to annotators (blind mode); the demo truth to admins only."""
+    and the labeling panel. Other annotators' labels (and machine audits) are shown by the blind
+    rule of app.annotations.blind: to reviewers and admins, and to annotators once an admin has
+    revealed labels; the demo truth to admins only."""
     from fastapi.encoders import jsonable_encoder
 
+    from app.annotations.blind import demo_truth_visible_to, labels_visible_to
     from app.annotations.service import annotations_to_api, find_annotation, is_adjudicated
     from app.core.config import get_settings
 
@@ -143,13 +145,13 @@ def run_page(request: Request, run_id: str, session: SessionDep, user: PageUser,
     if tax is None:
         raise HTTPException(404, f"no taxonomy {taxonomy!r}" if taxonomy else "no taxonomy is registered")
     canon = runs_service.to_canonical(session, run)
-    view = build_trace(canon, show_demo_truth=user.role == "admin",
+    view = build_trace(canon, show_demo_truth=demo_truth_visible_to(user),
                        success_threshold=get_settings().success_threshold)
     tview = taxonomy_view(tax)
-    # blind mode: annotators never see other people's (or judges') labels on this page
-    is_reviewer = user.role in ("admin", "reviewer")
+    # blind mode: the same rule as the API and exports (reviewers, admins, or everyone once revealed)
+    see_others = labels_visible_to(session, user)
     others = []
-    if is_reviewer:
+    if see_others:
         from app.annotations.service import list_annotations
 
         _, rows = list_annotations(session, user, run_id=run.run_id, taxonomy=tview["ref"], page_size=200)
@@ -167,6 +169,6 @@ def run_page(request: Request, run_id: str, session: SessionDep, user: PageUser,
         "principals": [{"id": p["id"], "name": p["name"]} for p in view["principals"]],
         "n_events": len(view["events"]),
     }
-    return render(request, "run.html", t=view, tax=tview, config=config, show_audits=is_reviewer,
-                  others=others, is_admin=user.role == "admin")
+    return render(request, "run.html", t=view, tax=tview, config=config, show_audits=see_others,
+                  others=others, is_admin=demo_truth_visible_to(user))
 
