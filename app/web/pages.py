@@ -35,7 +35,7 @@ def home(request: Request, session: SessionDep, user: PageUser):
     from app.annotations.assignments import user_queue
 
     queue = user_queue(session, user)
-    nxt = next((i for i in queue["items"] if i["status"] != "submitted"), None)
+    nxt = next((i for i in queue["items"] if i["status"] not in ("submitted", "skipped", "flagged")), None)
     return render(request, "home.html", queue=queue, next_item=nxt)
 
 
@@ -158,6 +158,10 @@ def run_page(request: Request, run_id: str, session: SessionDep, user: PageUser,
         others = [a for a in annotations_to_api(session, rows) if a["annotator"] != user.username]
     # the caller's own annotation goes in the page: no extra request, no 404 in the console
     own = find_annotation(session, user, run, tax)
+    from app.flags.service import REASONS, flag_of, list_flags
+
+    my_flag = flag_of(session, user, run, tax)
+    flags_here = list_flags(session, run_pk=run.id) if user.role in ("admin", "reviewer") else []
     config = {
         "run_id": view["run_id"], "taxonomy": tview["ref"],
         "mine": jsonable_encoder(annotations_to_api(session, [own])[0]) if own is not None else None,
@@ -168,7 +172,10 @@ def run_page(request: Request, run_id: str, session: SessionDep, user: PageUser,
                    for a in view["agents"]],
         "principals": [{"id": p["id"], "name": p["name"]} for p in view["principals"]],
         "n_events": len(view["events"]),
+        "flag": {"kind": my_flag.kind, "reason": my_flag.reason, "note": my_flag.note} if my_flag else None,
+        "reasons": REASONS,
     }
     return render(request, "run.html", t=view, tax=tview, config=config, show_audits=see_others,
-                  others=others, is_admin=demo_truth_visible_to(user))
+                  others=others, is_admin=demo_truth_visible_to(user), flags_here=flags_here,
+                  reasons=REASONS)
 

@@ -19,6 +19,8 @@ ROUTER_MODULES = [
     "app.agreement.pages",
     "app.reports.pages",
     "app.admin.pages",
+    "app.flags.views",
+    "app.flags.pages",
 ]
 
 

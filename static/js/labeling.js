@@ -34,6 +34,10 @@
   var $filter = document.getElementById("mode-filter");
   var $modeList = document.getElementById("mode-list");
   var $shortcuts = document.getElementById("shortcuts");
+  var $flagDlg = document.getElementById("flag-dialog");
+  var $flagForm = document.getElementById("flag-form");
+  var $flagErr = document.getElementById("flag-error");
+  var $flagNote = document.getElementById("lp-flag");
 
   var modeByCode = {};
   cfg.modes.forEach(function (m) { modeByCode[m.code] = m; });
@@ -601,6 +605,8 @@
     else if (act === "submit") { submit(); }
     else if (act === "next-run") { nextRun(); }
     else if (act === "shortcuts") { openOverlay($shortcuts); }
+    else if (act === "set-aside") { openFlag(); }
+    else if (act === "unflag") { unflag(); }
     else if (act === "use-mode") { setMode(a.getAttribute("data-mode")); }
   });
 
@@ -708,8 +714,8 @@
   }
   function closeOverlays(keepFocus) {
     var was = false;
-    [$picker, $shortcuts].forEach(function (o) {
-      if (o.hidden) return;
+    [$picker, $shortcuts, $flagDlg].forEach(function (o) {
+      if (!o || o.hidden) return;
       // blur now: a focused input inside a hidden dialog keeps focus until the browser's next
       // style update, and the keys pressed meanwhile would be typed into it
       if (o.contains(document.activeElement)) document.activeElement.blur();
@@ -727,11 +733,77 @@
     }
     return was;
   }
-  [$picker, $shortcuts].forEach(function (o) {
+  [$picker, $shortcuts, $flagDlg].forEach(function (o) {
+    if (!o) return;
     o.addEventListener("click", function (e) {
       if (e.target === o || (e.target.closest("[data-act]") && e.target.closest("[data-act]").getAttribute("data-act") === "close-overlay")) closeOverlays();
     });
   });
+
+  // ---------------------------------------------------------------- skip and flag
+  function showFlag() {
+    if (!$flagNote) return;
+    var f = cfg.flag;
+    $flagNote.hidden = !f;
+    if (!f) return;
+    var why = (cfg.reasons && cfg.reasons[f.reason]) || f.reason;
+    document.getElementById("lp-flag-text").textContent =
+      (f.kind === "flag" ? "You flagged this run for a reviewer: " : "You skipped this run: ") + why +
+      (f.note ? " — " + f.note : "") + ". It is out of your queue order until you take it back.";
+  }
+  function openFlag() {
+    if (!$flagDlg || refuseLocked()) return;
+    openOverlay($flagDlg);
+    var f = cfg.flag;
+    $flagErr.hidden = true;
+    if (f) {
+      $flagForm.querySelector('input[name="kind"][value="' + f.kind + '"]').checked = true;
+      var r = $flagForm.querySelector('input[name="reason"][value="' + f.reason + '"]');
+      if (r) r.checked = true;
+      $flagForm.note.value = f.note || "";
+    }
+    $flagForm.querySelector('input[name="kind"]:checked').focus();
+  }
+  function flagKeys(e) {
+    var t = e.target, inNote = t && t.tagName === "TEXTAREA";
+    if (e.key === "Escape") { e.preventDefault(); if (inNote) { t.blur(); $flagForm.querySelector('input[name="reason"]:checked').focus(); } else closeOverlays(); return; }
+    if (e.key === "Enter" && (e.ctrlKey || e.metaKey || !inNote)) {
+      if (t && t.tagName === "BUTTON") return;  // Cancel / Save act as buttons
+      e.preventDefault();
+      $flagForm.requestSubmit();
+      return;
+    }
+    if (!inNote && /^[1-9]$/.test(e.key)) {
+      var radios = $flagForm.querySelectorAll('input[name="reason"]'), r = radios[Number(e.key) - 1];
+      if (r) { e.preventDefault(); r.checked = true; r.focus(); }
+    }
+  }
+  if ($flagForm) {
+    $flagForm.addEventListener("submit", function (e) {
+      e.preventDefault();
+      var body = { run_id: cfg.run_id, taxonomy: cfg.taxonomy,
+                   kind: $flagForm.querySelector('input[name="kind"]:checked').value,
+                   reason: $flagForm.querySelector('input[name="reason"]:checked').value,
+                   note: $flagForm.note.value.trim() || null };
+      var before = state.dirty && state.status !== "submitted" ? saveDraft() : Promise.resolve();
+      Promise.resolve(before).then(function () { return api("POST", "/api/v1/flags", body); }).then(function (r) {
+        if (!r.ok) { $flagErr.textContent = detailText(r.body); $flagErr.hidden = false; return; }
+        cfg.flag = { kind: body.kind, reason: body.reason, note: body.note };
+        closeOverlays();
+        showFlag();
+        var nxt = r.body && r.body.next_run_id;
+        window.location.href = nxt ? "/runs/" + encodeURIComponent(nxt).replace(/%2F/g, "/") : "/";
+      }, function () { $flagErr.textContent = "network error: not saved"; $flagErr.hidden = false; });
+    });
+  }
+  function unflag() {
+    api("DELETE", "/api/v1/flags?run_id=" + encodeURIComponent(cfg.run_id) + "&taxonomy=" + encodeURIComponent(cfg.taxonomy))
+      .then(function (r) {
+        if (r.ok || r.status === 404) { cfg.flag = null; showFlag(); flashMsg("Back in your queue."); }
+        else showServerError(r.status, r.body);
+      });
+  }
+  showFlag();
 
   // ---------------------------------------------------------------- keyboard
   var NOT_TEXT = /^(checkbox|radio|button|submit|reset|range|color|file|image)$/;
@@ -743,6 +815,7 @@
   document.addEventListener("keydown", function (e) {
     var t = e.target;
     if (!$picker.hidden) return;  // the picker's input handles its own keys
+    if ($flagDlg && !$flagDlg.hidden) { flagKeys(e); return; }
     if (!$shortcuts.hidden) {
       if (e.key === "Escape" || e.key === "?") { e.preventDefault(); closeOverlays(); }
       return;
@@ -779,6 +852,7 @@
     else if (k === "s") submit();
     else if (k === "]") nextRun();
     else if (k === "?") openOverlay($shortcuts);
+    else if (k === "f") openFlag();
     else if (k === "c") T.toggleCollapsePrivate();
     else if (k === "o") T.toggleFocused && T.toggleFocused();
     else if (k === "v") T.toggleView && T.toggleView();

@@ -119,6 +119,14 @@ ROUTES: dict[tuple[str, str], Case] = {
     ("POST", "/admin/assignments"): Case("/admin/assignments", ADMIN, send={
         "data": {"annotators": ["ann"], "k": "1", "seed": "2"}}),
     ("GET", "/admin/progress"): Case("/admin/progress", REVIEWER),
+    # skip and flag (app.flags)
+    ("POST", "/api/v1/flags"): Case("/api/v1/flags", USER, send={
+        "json": {"run_id": "r1", "kind": "flag", "reason": "broken_log"}}),
+    ("DELETE", "/api/v1/flags"): Case("/api/v1/flags?run_id=r1", USER),  # after the POST above
+    ("GET", "/api/v1/flags"): Case("/api/v1/flags", REVIEWER),
+    ("POST", "/api/v1/flags/{flag_id}/resolve"): Case("/api/v1/flags/999999/resolve", REVIEWER, ok=404),
+    ("GET", "/flagged"): Case("/flagged", REVIEWER),
+    ("POST", "/flagged/{flag_id}/resolve"): Case("/flagged/999999/resolve", REVIEWER, ok=404),
 }
 
 
