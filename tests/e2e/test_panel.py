@@ -100,7 +100,7 @@ def test_panel_defects_are_gone(live):
     # roving tabindex: from the trace to the run note in a few Tab presses, not ~200
     kb.press("t")
     assert page.evaluate("() => document.activeElement.classList.contains('ev')")
-    for presses in range(1, 41):
+    for _ in range(40):
         kb.press("Tab")
         if page.evaluate("() => document.activeElement.id") == "run-note":
             break
