@@ -38,6 +38,9 @@ def create_app(engine: Engine | None = None, settings: Settings | None = None, c
     app.add_middleware(SessionMiddleware, secret_key=settings.secret_key, session_cookie="a2a_session",
                        max_age=settings.session_max_age, same_site="lax", https_only=settings.cookie_secure)
     app.mount("/static", StaticFiles(directory=str(STATIC_DIR)), name="static")
+    from starlette.middleware.gzip import GZipMiddleware
+
+    app.add_middleware(GZipMiddleware, minimum_size=1024)  # long run pages: 3 MB of HTML, a tenth gzipped
 
     @app.exception_handler(LoginRequired)
     async def _login_required(request: Request, exc: LoginRequired):

@@ -15,7 +15,6 @@ from app.runs.models import Agent, Run, Scenario
 from app.taxonomies.models import Taxonomy
 from app.web.deps import PageUser
 from app.web.templating import render
-from app.web.trace import build_trace
 
 router = APIRouter(include_in_schema=False)
 
@@ -144,9 +143,10 @@ def run_page(request: Request, run_id: str, session: SessionDep, user: PageUser,
     tax = choose_taxonomy(session, user, run, taxonomy)
     if tax is None:
         raise HTTPException(404, f"no taxonomy {taxonomy!r}" if taxonomy else "no taxonomy is registered")
-    canon = runs_service.to_canonical(session, run)
-    view = build_trace(canon, show_demo_truth=demo_truth_visible_to(user),
-                       success_threshold=get_settings().success_threshold)
+    from app.web.trace_cache import cached_trace
+
+    view, trace_html = cached_trace(session, run, show_demo_truth=demo_truth_visible_to(user),
+                                    success_threshold=get_settings().success_threshold)
     tview = taxonomy_view(tax)
     # blind mode: the same rule as the API and exports (reviewers, admins, or everyone once revealed)
     see_others = labels_visible_to(session, user)
@@ -176,6 +176,6 @@ def run_page(request: Request, run_id: str, session: SessionDep, user: PageUser,
         "reasons": REASONS,
     }
     return render(request, "run.html", t=view, tax=tview, config=config, show_audits=see_others,
-                  others=others, is_admin=demo_truth_visible_to(user), flags_here=flags_here,
+                  others=others, is_admin=demo_truth_visible_to(user), flags_here=flags_here, trace_html=trace_html,
                   reasons=REASONS)
 

@@ -862,6 +862,19 @@
     else if (k === "i") cycleConfidence();
     else if (k === "w") focusField("principal");
     else if (k === "r") { if (!cfg.locked) { $note.focus(); } }
+    else if (k === "0") {
+      if (refuseLocked()) { /* read-only */ }
+      else if (state.labels.length) flashMsg("Remove the labels first (D deletes the active one) to say “no failure found”.");
+      else { state.noFailure = !state.noFailure; renderLabels(); changed(); }
+    }
+    else if (k === "D") {
+      if (!refuseLocked() && active()) {
+        state.labels.splice(state.active, 1);
+        if (state.active >= state.labels.length) state.active = state.labels.length - 1;
+        renderLabels();
+        changed();
+      }
+    }
     else if (k === "p") T.toggleContext();
     else if (k === "Escape") { closeOverlays(); showErrors(null); }
     else handled = false;

@@ -32,12 +32,49 @@
   /* More lanes than trace.css has rules for: set the lane variables from the data attributes
      (CSSOM, allowed under a strict CSP, unlike style="" in the HTML). */
   var nLanes = Number(trace.getAttribute("data-n")) || 1;
+  function laneStyles(list) {
+    if (nLanes <= 16) return;
+    list.forEach(function (r) { r.style.setProperty("--s", r.dataset.s); r.style.setProperty("--w", r.dataset.w); });
+  }
   if (nLanes > 16) {
     trace.style.setProperty("--n", nLanes);
     var lh = document.querySelector(".lane-head");
     if (lh) lh.style.setProperty("--n", nLanes);
-    rows.forEach(function (r) { r.style.setProperty("--s", r.dataset.s); r.style.setProperty("--w", r.dataset.w); });
+    laneStyles(rows);
   }
+
+  /* Windowed rendering: a long run ships its first few hundred events as rows and the rest in
+     <template class="ev-chunk"> blocks (inert: no layout, no style) that become rows, in order,
+     when the reader scrolls near the end, jumps to a later event, searches or filters. */
+  var chunks = Array.prototype.slice.call(trace.querySelectorAll(":scope > template.ev-chunk"));
+  var lastMarks = {};
+  function materializeNext() {
+    var tpl = chunks.shift();
+    if (!tpl) return false;
+    var frag = tpl.content;
+    var fresh = Array.prototype.filter.call(frag.children, function (c) { return c.classList.contains("ev"); });
+    trace.insertBefore(frag, tpl);
+    tpl.remove();
+    fresh.forEach(function (r) { bySeq[r.dataset.seq] = rows.length; rows.push(r); });
+    laneStyles(fresh);
+    texts = null;
+    if (Object.keys(lastMarks).length) setEvidence(lastMarks);
+    if (trace.classList.contains("filtered")) applyFilters();
+    return true;
+  }
+  function ensureSeq(seq) { while (bySeq[String(seq)] === undefined && materializeNext()) { /* next chunk */ } }
+  function ensureIndex(i) { while (rows.length <= i && materializeNext()) { /* next chunk */ } }
+  function ensureAll() { while (materializeNext()) { /* every chunk */ } }
+  var scrollPending = false;
+  window.addEventListener("scroll", function () {
+    if (!chunks.length || scrollPending) return;
+    scrollPending = true;
+    requestAnimationFrame(function () {
+      scrollPending = false;
+      var last = rows[rows.length - 1];
+      if (last && last.getBoundingClientRect().bottom < window.innerHeight + 1500) materializeNext();
+    });
+  }, { passive: true });
 
   function rowOf(el) {
     var r = el && el.closest ? el.closest(".ev") : null;
@@ -112,7 +149,8 @@
       i = firstVisible();
       if (isShown(i)) { focusIdx(i); return; }
     }
-    for (var j = i + delta; j >= 0 && j < rows.length; j += delta) {
+    for (var j = i + delta; j >= 0; j += delta) {
+      if (j >= rows.length && !materializeNext()) return;
       if (isShown(j)) { focusIdx(j); return; }
     }
   }
@@ -136,6 +174,7 @@
   }
 
   function goTo(seq, flash, opts) {
+    ensureSeq(seq);
     var i = bySeq[String(seq)];
     if (i === undefined) return false;
     var r = rows[i];
@@ -187,6 +226,7 @@
       searchCount.textContent = "";
       return;
     }
+    ensureAll();
     if (!texts) texts = rows.map(rowText);
     for (var i = 0; i < rows.length; i++) {
       if (texts[i].indexOf(q) !== -1) { rows[i].classList.add("match"); matches.push(i); }
@@ -269,6 +309,7 @@
 
   // ---------------------------------------------------------------- filters, view, scrubber
   function applyFilters() {
+    if ((filterAgent && filterAgent.value) || (filterKind && filterKind.value)) ensureAll();
     var ag = filterAgent ? filterAgent.value : "", kd = filterKind ? filterKind.value : "";
     var kcls = kd ? "k-" + kd : "";
     for (var i = 0; i < rows.length; i++) {
@@ -303,6 +344,7 @@
   if (scrubber) {
     scrubber.addEventListener("input", function () {
       var i = Number(scrubber.value);
+      ensureIndex(i);
       if (rows[i]) goTo(rows[i].dataset.seq, false, { noFocus: true });
     });
   }
@@ -314,7 +356,7 @@
     if (k === "ArrowDown") move(1);
     else if (k === "ArrowUp") move(-1);
     else if (k === "Home") { for (var i = 0; i < rows.length; i++) if (isShown(i)) { focusIdx(i); break; } }
-    else if (k === "End") { for (var j = rows.length - 1; j >= 0; j--) if (isShown(j)) { focusIdx(j); break; } }
+    else if (k === "End") { ensureAll(); for (var j = rows.length - 1; j >= 0; j--) if (isShown(j)) { focusIdx(j); break; } }
     else return;
     e.preventDefault();
   });
@@ -333,6 +375,7 @@
   }
 
   function setEvidence(marks) {
+    lastMarks = marks;
     marked.forEach(function (r) { r.classList.remove("is-ev", "is-ev-active"); });
     marked = [];
     activeMarks = {};
@@ -430,6 +473,7 @@
     reveal(rows[focusedIdx], "nearest");
   };
   api.focusSearch = function () { if (searchInput) { searchInput.focus(); searchInput.select(); } };
-  api.count = rows.length;
+  api.count = function () { return rows.length + chunks.reduce(function (n, c) { return n + c.content.childElementCount; }, 0); };
+  api.rendered = function () { return rows.length; };
   window.A2Trace = api;
 })();

@@ -262,3 +262,41 @@ def test_skip_and_flag_move_the_queue_on_and_reviewers_see_the_flag(live):
     expect(rev.locator("tr.flag-row.flag")).to_have_count(0)
     expect(rev.locator("main")).to_contain_text("0 open flags, 1 open skip")
     rev.close()
+
+
+def test_long_run_is_windowed_and_still_whole(live):
+    """A 2,000-event run: a few hundred rows at first, the rest opened on demand by a deep link,
+    by the end of the slider and by search; evidence on a late event is marked once it opens."""
+    from playwright.sync_api import expect
+
+    from app.annotations.models import Assignment
+    from app.auth.service import get_user
+    from app.runs.service import get_run
+    from app.taxonomies.service import latest
+    from tests.web.helpers import page_run, store
+
+    with Session(live["engine"]) as s:
+        store(s, page_run("long-2000", n_events=2000))
+        s.add(Assignment(run_pk=get_run(s, "long-2000").id, user_id=get_user(s, "kim").id,
+                         taxonomy_pk=latest(s, "a2-failures").id, position=9))
+        s.commit()
+    page = _page(live)
+    _open(page, live, "long-2000")
+    assert page.evaluate("() => window.A2Trace.rendered()") == 300
+    assert page.evaluate("() => window.A2Trace.count()") == 2000
+    assert page.evaluate("() => document.getElementsByTagName('*').length") < 12_000
+    page.goto(f"{live['url']}/runs/long-2000#e-1400")
+    wait_labels_loaded(page)
+    expect(page.locator("#e-1400.focused")).to_be_in_viewport()
+    page.keyboard.press("n")
+    page.keyboard.type("CF1")
+    page.keyboard.press("Enter")
+    page.keyboard.press("x")
+    expect(page.locator("#e-1400.is-ev-active")).to_have_count(1)
+    page.keyboard.press("/")
+    page.keyboard.type("message 1999")
+    page.keyboard.press("Enter")
+    expect(page.locator("#e-1999.current-match")).to_have_count(1)
+    assert page.evaluate("() => window.A2Trace.rendered()") == 2000
+    assert page.errors == []
+    page.close()
