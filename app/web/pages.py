@@ -175,7 +175,14 @@ def run_page(request: Request, run_id: str, session: SessionDep, user: PageUser,
         "flag": {"kind": my_flag.kind, "reason": my_flag.reason, "note": my_flag.note} if my_flag else None,
         "reasons": REASONS,
     }
-    return render(request, "run.html", t=view, tax=tview, config=config, show_audits=see_others,
+    gold = None
+    if config["locked"]:  # adjudicated: the gold labels beside the caller's own (locked) labels
+        from app.agreement.adjudication import adjudication_view
+
+        adj = adjudication_view(session, run, tax)
+        gold = {"no_failure": adj["no_failure"], "rationale": adj["rationale"],
+                "labels": [g for g in adj["gold"] if g["accepted"]]}
+    return render(request, "run.html", t=view, tax=tview, config=config, show_audits=see_others, gold=gold,
                   others=others, is_admin=demo_truth_visible_to(user), flags_here=flags_here, trace_html=trace_html,
                   reasons=REASONS)
 
