@@ -21,6 +21,7 @@ ROUTER_MODULES = [
     "app.admin.pages",
     "app.flags.views",
     "app.flags.pages",
+    "app.exports.pages",
 ]
 
 

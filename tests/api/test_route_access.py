@@ -119,6 +119,10 @@ ROUTES: dict[tuple[str, str], Case] = {
     ("POST", "/admin/assignments"): Case("/admin/assignments", ADMIN, send={
         "data": {"annotators": ["ann"], "k": "1", "seed": "2"}}),
     ("GET", "/admin/progress"): Case("/admin/progress", REVIEWER),
+    ("POST", "/admin/assignments/preview"): Case("/admin/assignments/preview", ADMIN, send={
+        "data": {"annotators": ["ann"], "k": "1", "seed": "2"}}),
+    ("POST", "/admin/assignments/undo"): Case("/admin/assignments/undo", ADMIN, ok=303, send={
+        "data": {"batch": "nope", "taxonomy_pk": "1"}}),
     # skip and flag (app.flags)
     ("POST", "/api/v1/flags"): Case("/api/v1/flags", USER, send={
         "json": {"run_id": "r1", "kind": "flag", "reason": "broken_log"}}),
@@ -126,6 +130,8 @@ ROUTES: dict[tuple[str, str], Case] = {
     ("GET", "/api/v1/flags"): Case("/api/v1/flags", REVIEWER),
     ("POST", "/api/v1/flags/{flag_id}/resolve"): Case("/api/v1/flags/999999/resolve", REVIEWER, ok=404),
     ("GET", "/flagged"): Case("/flagged", REVIEWER),
+    ("GET", "/exports"): Case("/exports", USER),
+    ("GET", "/exports/download"): Case("/exports/download?table=runs&fmt=csv", USER, ok=303),
     ("POST", "/flagged/{flag_id}/resolve"): Case("/flagged/999999/resolve", REVIEWER, ok=404),
 }
 
