@@ -202,7 +202,8 @@
     $noFail.parentNode.title = state.labels.length ? "Remove the labels first" : "";
     if (!state.labels.length && !state.noFailure) {
       $labels.appendChild(el("p", { "class": "small muted empty" },
-        "No labels yet. Press n (or “+ New label”) for a failure, or tick “No failure found”."));
+        "No labels yet. Read the events with j / k (the focused one is outlined); press n (or “+ New label”) " +
+        "for a failure, or tick “No failure found”. All keys: ?"));
     }
     pushMarks();
   }

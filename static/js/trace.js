@@ -454,6 +454,8 @@
     if (m) goTo(m[1], true);
   }
   window.addEventListener("hashchange", fromHash);
+  // no deep link: the first event starts focused (without taking the keyboard), so its toolbar shows
+  if (!/^#e-\d+$/.test(location.hash) && rows.length) setFocused(0);
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", fromHash);
   else fromHash();
 
