@@ -123,11 +123,11 @@ def time_on_task(session: Session, taxonomy: Taxonomy) -> list[dict[str, Any]]:
 
 
 def runs_per_day(session: Session, taxonomy: Taxonomy, days: int = 14) -> list[dict[str, Any]]:
-    """Submitted annotations per day (UTC) over the last `days` days, oldest first, zeros included."""
+    """Human annotations submitted per day (UTC) over the last `days` days, oldest first, zeros included."""
     since = datetime.now(UTC) - timedelta(days=days - 1)
     counts: dict[str, int] = defaultdict(int)
-    stamps = session.exec(select(Annotation.submitted_at).where(
-        Annotation.taxonomy_pk == taxonomy.id, Annotation.status == "submitted",
+    stamps = session.exec(select(Annotation.submitted_at).join(User, User.id == Annotation.user_id).where(
+        Annotation.taxonomy_pk == taxonomy.id, Annotation.status == "submitted", User.kind == "human",
         Annotation.submitted_at.is_not(None))).all()
     for ts in stamps:
         ts = ts if ts.tzinfo else ts.replace(tzinfo=UTC)

@@ -90,6 +90,10 @@ def test_progress_dashboard_and_export_page(engine):
     page = c.get("/admin/progress").text
     assert 'id="batch-progress"' in page and "pilot" in page and "2 of 6" in page
     assert 'id="time-on-task"' in page and "1:30" in page
+    from app.admin.study import runs_per_day
+
+    with Session(engine) as s:
+        assert runs_per_day(s, resolve_taxonomy(s, None))[-1]["submitted"] == 2  # today, humans only
     assert 'id="runs-per-day"' in page and "<progress" in page and 'style="' not in page.split('id="batch-progress"')[1]
 
     ann = TestClient(c.app)
