@@ -2,6 +2,8 @@
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
+# two stamps: what running needs (`make run`), and that plus the test extras (`make test`, `make install`)
+RUN_STAMP := $(VENV)/.installed-run
 STAMP := $(VENV)/.installed
 HOST ?= 127.0.0.1
 PORT ?= 8000
@@ -10,16 +12,23 @@ export DATABASE_URL ?= sqlite:///./a2annotate.db
 
 .PHONY: install run test test-fast bench lint clean chromium
 
-$(STAMP): pyproject.toml
+$(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
+
+$(RUN_STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/pip install --quiet -e .
+	touch $(RUN_STAMP)
+
+$(STAMP): $(RUN_STAMP) pyproject.toml
 	$(BIN)/pip install --quiet -e '.[test]'
 	touch $(STAMP)
 
+## install: the app with the test extras (what `make test` and development use)
 install: $(STAMP)
 
-## run: install, migrate, load the demo corpus into SQLite, serve on 127.0.0.1:8000
-run: install
+## run: install what running needs, migrate, load the demo corpus into SQLite, serve on 127.0.0.1:$(PORT)
+run: $(RUN_STAMP)
 	$(BIN)/a2annotate db upgrade
 	$(BIN)/a2annotate demo --runs $(DEMO_RUNS) --with-users
 	$(BIN)/a2annotate serve --host $(HOST) --port $(PORT)

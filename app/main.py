@@ -31,12 +31,16 @@ def create_app(engine: Engine | None = None, settings: Settings | None = None, c
     engine = engine or get_engine()
     if check:
         check_schema(engine)
-    app = FastAPI(title="a2annotate", version="0.1.0", description=DESCRIPTION)
+    app = FastAPI(title="a2annotate", version="0.1.0", description=DESCRIPTION,
+                  docs_url=None, redoc_url=None)  # served offline by app.web.docs
     app.state.engine = engine
     app.state.settings = settings
     app.add_middleware(SessionMiddleware, secret_key=settings.secret_key, session_cookie="a2a_session",
                        max_age=settings.session_max_age, same_site="lax", https_only=settings.cookie_secure)
     app.mount("/static", StaticFiles(directory=str(STATIC_DIR)), name="static")
+    from starlette.middleware.gzip import GZipMiddleware
+
+    app.add_middleware(GZipMiddleware, minimum_size=1024)  # long run pages: 3 MB of HTML, a tenth gzipped
 
     @app.exception_handler(LoginRequired)
     async def _login_required(request: Request, exc: LoginRequired):
@@ -50,6 +54,9 @@ def create_app(engine: Engine | None = None, settings: Settings | None = None, c
     from app.web.routes import include_routers
 
     include_routers(app)
+    from app.web.docs import install_docs
+
+    install_docs(app)  # /docs and /redoc from installed assets, no CDN
     install_error_pages(app)  # HTML error pages for browsers; the API keeps JSON {"detail": ...}
     return app
 

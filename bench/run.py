@@ -23,9 +23,10 @@ def machine() -> str:
 
 def main() -> None:
     quick = "--quick" in sys.argv
-    from bench import bench_agreement, bench_import
+    from bench import bench_agreement, bench_import, bench_run_page
 
-    sections = [("Import", bench_import.main), ("Agreement", bench_agreement.main)]
+    sections = [("Import", bench_import.main), ("Agreement", bench_agreement.main),
+                ("Run page", bench_run_page.main)]
     from bench import bench_detectors; sections.append(("Detectors", bench_detectors.main))  # noqa: E702, I001
     out = ["# Benchmark results", "",
            f"Measured {dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC on: {machine()}.", "",

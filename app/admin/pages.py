@@ -102,11 +102,27 @@ def admin_reveal(request: Request, session: SessionDep, user: AdminPage, reveale
 # --------------------------------------------------------------------------- assignments
 
 def _assignment_page(request: Request, session, status_code: int = 200, **ctx):
+    from app.admin.study import batches
+
     humans, _ = admin_service.list_users(session)
     ctx.setdefault("form", {})
+    ctx.setdefault("flash", request.session.pop("flash", None))
     return render(request, "admin/assignments.html", status_code=status_code,
                   annotators=[u for u in humans if u.is_active], choices=admin_service.filter_choices(session),
-                  taxonomies=all_versions(session), **ctx)
+                  taxonomies=all_versions(session), batches=batches(session), **ctx)
+
+
+def _assignment_inputs(session, annotators, k, seed, sample_size, taxonomy, batch, family, scenario, model,
+                       status, alignment):
+    """The assignment form's values checked: (taxonomy, RunFilter, sample size); raises AnnotationError."""
+    try:
+        size = int(sample_size) if sample_size.strip() else None
+    except ValueError:
+        raise AnnotationError("sample_size", f"{sample_size!r} is not a whole number") from None
+    tax = resolve_taxonomy(session, taxonomy or None)
+    f = RunFilter(family=family or None, scenario=scenario or None, model=model or None,
+                  status=status or None, alignment=alignment or None)
+    return tax, f, size
 
 
 @router.get("/admin/assignments")
@@ -123,26 +139,65 @@ def assignments_create(
     batch: Annotated[str, Form()] = "",
     family: Annotated[str, Form()] = "", scenario: Annotated[str, Form()] = "",
     model: Annotated[str, Form()] = "", status: Annotated[str, Form()] = "",
-    alignment: Annotated[str, Form()] = "",
+    alignment: Annotated[str, Form()] = "", preview: Annotated[str, Form()] = "",
 ):
+    """Assign (or, with `preview`, show what Assign would create without creating anything)."""
+    from app.admin.study import default_batch_name, preview_assignments
+
     form = {"annotators": annotators, "k": k, "seed": seed, "sample_size": sample_size, "taxonomy": taxonomy,
             "batch": batch, "family": family, "scenario": scenario, "model": model, "status": status,
             "alignment": alignment}
     try:
-        size = int(sample_size) if sample_size.strip() else None
-    except ValueError:
-        return _assignment_page(request, session, 422, form=form,
-                                error=f"sample size: {sample_size!r} is not a whole number")
-    try:
-        tax = resolve_taxonomy(session, taxonomy or None)
-        result = create_assignments(
-            session, RunFilter(family=family or None, scenario=scenario or None, model=model or None,
-                               status=status or None, alignment=alignment or None),
-            size, seed, annotators, k, tax, batch=batch.strip() or None)
+        tax, f, size = _assignment_inputs(session, annotators, k, seed, sample_size, taxonomy, batch, family,
+                                          scenario, model, status, alignment)
+        if preview:
+            return _assignment_page(request, session, form=form,
+                                    preview=preview_assignments(session, f, size, seed, annotators, k, tax,
+                                                                batch.strip() or None))
+        # every batch has a name, so that it can be undone
+        result = create_assignments(session, f, size, seed, annotators, k, tax,
+                                    batch=batch.strip() or default_batch_name())
     except AnnotationError as exc:
         session.rollback()
         return _assignment_page(request, session, 422, form=form, error=str(exc))
     return _assignment_page(request, session, form=form, result=result)
+
+
+@router.post("/admin/assignments/preview", dependencies=CSRF)
+def assignments_preview(
+    request: Request, session: SessionDep, user: AdminPage,
+    annotators: Annotated[list[str], Form()] = [],  # noqa: B006 - FastAPI form default
+    k: Annotated[int, Form()] = 2, seed: Annotated[int, Form()] = 0,
+    sample_size: Annotated[str, Form()] = "", taxonomy: Annotated[str, Form()] = "",
+    batch: Annotated[str, Form()] = "",
+    family: Annotated[str, Form()] = "", scenario: Annotated[str, Form()] = "",
+    model: Annotated[str, Form()] = "", status: Annotated[str, Form()] = "",
+    alignment: Annotated[str, Form()] = "",
+):
+    """The live preview of the assignment form (JSON): what Assign would create; nothing is written."""
+    from fastapi.responses import JSONResponse
+
+    from app.admin.study import preview_assignments
+
+    try:
+        tax, f, size = _assignment_inputs(session, annotators, k, seed, sample_size, taxonomy, batch, family,
+                                          scenario, model, status, alignment)
+        return preview_assignments(session, f, size, seed, annotators, k, tax, batch.strip() or None)
+    except AnnotationError as exc:
+        session.rollback()
+        return JSONResponse({"detail": str(exc)}, status_code=422)
+
+
+@router.post("/admin/assignments/undo", dependencies=CSRF)
+def assignments_undo(request: Request, session: SessionDep, user: AdminPage,
+                     batch: Annotated[str, Form()], taxonomy_pk: Annotated[int, Form()]):
+    """Undo a batch: its assignments nobody has started are removed; started ones stay."""
+    from app.admin.study import undo_batch
+
+    removed, kept = undo_batch(session, batch, taxonomy_pk)
+    text = f"Batch {batch}: {removed} assignment(s) removed"
+    text += f"; {kept} kept because the annotator has already started them." if kept else "."
+    return _back(request, "ok" if removed or not kept else "error", text, "/admin/assignments")
 
 
 # --------------------------------------------------------------------------- progress
@@ -157,8 +212,13 @@ def progress_page(request: Request, session: SessionDep, user: ReviewerPage, tax
                       taxonomies=all_versions(session), states=RUN_STATES, state=None)
     state = state if state in RUN_STATES else None
     data = progress(session, tax, max(page, 1), 100, state)
+    from app.admin.study import batches, runs_per_day, time_on_task
+
+    per_day = runs_per_day(session, tax)
     return render(request, "admin/progress.html", data=data, tax=tax, taxonomies=all_versions(session),
-                  states=RUN_STATES, state=state, error=None)
+                  states=RUN_STATES, state=state, error=None, batches=batches(session, tax),
+                  time_on_task=time_on_task(session, tax), per_day=per_day,
+                  day_peak=max([d["submitted"] for d in per_day] + [1]))
 
 
 # --------------------------------------------------------------------------- live capture

@@ -195,7 +195,14 @@ def adjudicate_page(request: Request, run_id: str, session: SessionDep, user: Re
     view = adjudication.adjudication_view(session, run, tax)
     tview = taxonomy_view(tax)
     mode_names = {m["code"]: m["name"] for m in tview["modes"]}
-    return render(request, "agreement/adjudicate.html", v=view, tax=tview, mode_names=mode_names,
+    from app.annotations.blind import demo_truth_visible_to
+    from app.core.config import get_settings
+    from app.web.trace_cache import cached_trace
+
+    # the run's events beside the candidates (the same cached trace as the run page)
+    _, trace_html = cached_trace(session, run, show_demo_truth=demo_truth_visible_to(user),
+                                 success_threshold=get_settings().success_threshold)
+    return render(request, "agreement/adjudicate.html", v=view, tax=tview, mode_names=mode_names, trace_html=trace_html,
                   run_url="/runs/" + quote(run.run_id, safe=""), post_url=_adjudicate_url(run.run_id, view["taxonomy"]),
                   flash=request.session.pop("flash", None), last=request.session.pop("adj_form", None) or {})
 

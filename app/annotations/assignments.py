@@ -143,9 +143,13 @@ def create_assignments(session: Session, run_filter: RunFilter, sample_size: int
 # --------------------------------------------------------------------------- queues
 
 def user_queue(session: Session, user: User, taxonomy: Taxonomy | None = None) -> dict[str, Any]:
-    """Returns `user`'s queue: counts `assigned`, `drafts`, `submitted`, `remaining` and `items`
-    [{run_id, position, taxonomy, status: new|draft|submitted, batch}] in queue order (all
-    taxonomy versions unless `taxonomy` is given)."""
+    """Returns `user`'s queue: counts `assigned`, `drafts`, `submitted`, `remaining`, `set_aside`
+    and `items` [{run_id, position, taxonomy, status: new|draft|submitted|skipped|flagged, batch,
+    reason}] in queue order (all taxonomy versions unless `taxonomy` is given). A run the user
+    skipped or flagged (app.flags, not yet resolved by a reviewer) and not submitted is
+    `skipped` / `flagged`, with the reason."""
+    from app.flags.service import open_flags_of
+
     q = (select(Assignment, Run.run_id, Taxonomy).join(Run, Run.id == Assignment.run_pk)
          .join(Taxonomy, Taxonomy.id == Assignment.taxonomy_pk).where(Assignment.user_id == user.id))
     if taxonomy is not None:
@@ -153,21 +157,27 @@ def user_queue(session: Session, user: User, taxonomy: Taxonomy | None = None) -
     rows = session.exec(q.order_by(Assignment.position, Assignment.id)).all()
     states = {(a.run_pk, a.taxonomy_pk): a.status for a in session.exec(
         select(Annotation).where(Annotation.user_id == user.id)).all()}
+    flags = open_flags_of(session, user)
     items = []
     for a, run_id, tax in rows:
         st = states.get((a.run_pk, a.taxonomy_pk))
+        flag = flags.get((a.run_pk, a.taxonomy_pk))
+        if flag is not None and st != "submitted":
+            st = "skipped" if flag.kind == "skip" else "flagged"
         items.append({"run_id": run_id, "position": a.position,
                       "taxonomy": {"id": tax.id, "key": tax.key, "version": tax.version},
-                      "status": st or "new", "batch": a.batch})
+                      "status": st or "new", "batch": a.batch, "reason": flag.reason if flag is not None else None})
     submitted = sum(1 for i in items if i["status"] == "submitted")
     drafts = sum(1 for i in items if i["status"] == "draft")
+    aside = sum(1 for i in items if i["status"] in ("skipped", "flagged"))
     return {"assigned": len(items), "drafts": drafts, "submitted": submitted,
-            "remaining": len(items) - submitted, "items": items}
+            "remaining": len(items) - submitted, "set_aside": aside, "items": items}
 
 
 def next_in_queue(session: Session, user: User, taxonomy: Taxonomy | None = None) -> dict[str, Any] | None:
-    """Returns the first queue item (by position) that `user` has not submitted, or None."""
+    """Returns the first queue item (by position) that `user` has not submitted, skipped or
+    flagged, or None."""
     for item in user_queue(session, user, taxonomy)["items"]:
-        if item["status"] != "submitted":
+        if item["status"] not in ("submitted", "skipped", "flagged"):
             return item
     return None

@@ -1,4 +1,8 @@
-"""Blind mode: annotators see only their own labels until an admin reveals them."""
+"""Blind mode: annotators see only their own labels until an admin reveals them.
+
+The one rule for every place that shows labels: run pages, the REST API and exports all ask
+`labels_visible_to` (other annotators' labels and machine audits), `visible_annotation_filter`
+(which annotations to list) and `demo_truth_visible_to` (the demo's seeded truth)."""
 from __future__ import annotations
 
 from sqlmodel import Session
@@ -25,6 +29,11 @@ def set_revealed(session: Session, revealed: bool) -> None:
 def labels_visible_to(session: Session, user: User) -> bool:
     """True when `user` may see other annotators' labels (reviewers, admins, or after reveal)."""
     return user.role in ("admin", "reviewer") or labels_revealed(session)
+
+
+def demo_truth_visible_to(user: User) -> bool:
+    """True when `user` may see the demo corpus's seeded truth (`metadata.demo_truth`): admins only."""
+    return user.role == "admin"
 
 
 def visible_annotation_filter(session: Session, user: User):

@@ -83,8 +83,9 @@ class QueueItem(BaseModel):
     run_id: str
     position: int
     taxonomy: TaxonomyRef
-    status: Literal["new", "draft", "submitted"]
+    status: Literal["new", "draft", "submitted", "skipped", "flagged"]
     batch: str | None
+    reason: str | None = Field(default=None, description="why the caller skipped or flagged the run")
 
 
 class Queue(BaseModel):
@@ -92,6 +93,7 @@ class Queue(BaseModel):
     drafts: int
     submitted: int
     remaining: int = Field(description="Assigned runs not yet submitted.")
+    set_aside: int = Field(default=0, description="Runs the caller skipped or flagged (not submitted).")
     items: list[QueueItem]
 
 

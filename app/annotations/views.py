@@ -158,8 +158,9 @@ async def import_labels(request: Request, user: ReviewerUser) -> dict[str, Any]:
 
 @router.get(
     "/queue", summary="The caller's annotation queue", response_model=Queue, tags=["queue"],
-    description="Runs assigned to the caller in queue order, each with its state (new, draft, submitted), and "
-                "the counts assigned / drafts / submitted / remaining (assigned, not yet submitted).",
+    description="Runs assigned to the caller in queue order, each with its state (new, draft, submitted, "
+                "skipped, flagged: see /api/v1/flags), and the counts assigned / drafts / submitted / remaining "
+                "(assigned, not yet submitted) / set_aside (skipped or flagged, not submitted).",
 )
 def queue(session: SessionDep, user: ApiUser,
           taxonomy: Annotated[str | None, Query(description="one version (`key@version`); default all")] = None
@@ -174,7 +175,7 @@ def queue(session: SessionDep, user: ApiUser,
 @router.get(
     "/queue/next", summary="The next run to annotate", tags=["queue"],
     description="`{\"run_id\", \"taxonomy\": {id, key, version}, \"position\", \"status\"}` of the first "
-                "assigned run (by queue position) the caller has not submitted; 404 "
+                "assigned run (by queue position) the caller has not submitted, skipped or flagged; 404 "
                 "`{\"detail\": \"queue empty\"}` when there is none.",
     responses={404: {"description": "queue empty"}},
 )

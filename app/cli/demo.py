@@ -25,6 +25,10 @@ SHAPES = ("json", "jsonl", "files", "tree", "wire", "wire-0.3")
 def demo(n_runs: int, seed: int, write_dir: str | None, shapes: tuple[str, ...], no_db: bool, with_users: bool) -> None:
     """Generate a realistic synthetic A2A corpus (idempotent: re-running changes nothing).
 
+    With --with-users: demo users (existing ones keep their password), assignments and simulated
+    labels on the demo's own runs only; runs you imported and any annotation the demo did not
+    create are never touched.
+
     Five families and all three alignments, 2-4 agents per run each acting for its own principal,
     private tool calls and records, shared messages, per-principal outcomes beside the aggregate
     score, machine audits, and seeded failure patterns covering all 20 A²-Failures modes (the seeded
@@ -50,8 +54,14 @@ def demo(n_runs: int, seed: int, write_dir: str | None, shapes: tuple[str, ...],
         if is_tty():
             click.echo(f"\r{s.line()}", nl=False, err=True)
 
-    summary = load_items(engine, (Item(d.run) for d in generate_runs(n_runs, seed)), progress=progress,
-                         after_store=_after_store_default)
+    run_ids: list[str] = []
+
+    def items():
+        for d in generate_runs(n_runs, seed):
+            run_ids.append(d.run["run_id"])
+            yield Item(d.run)
+
+    summary = load_items(engine, items(), progress=progress, after_store=_after_store_default)
     if is_tty():
         click.echo("", err=True)
     click.echo(f"demo corpus: {summary.line()}")
@@ -70,10 +80,12 @@ def demo(n_runs: int, seed: int, write_dir: str | None, shapes: tuple[str, ...],
             if tax is None:
                 raise click.ClickException("taxonomy a2-failures is not registered: run `a2annotate db upgrade`")
             tax_pk = tax.id
-        res = seed_annotations(engine, tax_pk, seed=seed, n_assigned=min(60, n_runs), n_simulated=min(40, n_runs))
+        # only the runs this command generated and stored itself: never a run the user imported
+        res = seed_annotations(engine, tax_pk, seed=seed, run_ids=run_ids, n_assigned=min(60, n_runs),
+                               n_simulated=min(40, n_runs))
         click.echo(f"demo users: {len(DEMO_USERS)} ({len(res.users)} new); assignments added {res.assigned}; "
                    f"simulated annotations {res.simulated}")
-        click.echo("log in at /login of `a2annotate serve` (default http://127.0.0.1:8000/login) as one of:")
+        click.echo("log in at the address `a2annotate serve` prints (its /login page) as one of:")
         for name, (role, password, _) in DEMO_USERS.items():
             click.echo(f"  {name:<9} password {password:<14} ({role})")
 

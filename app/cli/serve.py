@@ -2,39 +2,62 @@
 from __future__ import annotations
 
 import socket
+import sys
 
 import click
 
 from app.cli.common import checked_engine, one_line_errors
 
 
-def check_listen(host: str, port: int) -> None:
-    """Raise ClickException (one line) when `host:port` cannot be bound, e.g. the port is in use,
-    so the command fails with a reason instead of uvicorn's multi-line log."""
+def bind_listen(host: str, port: int) -> socket.socket:
+    """A socket bound to `host:port` (port 0: a free port), or ClickException (one line) when it
+    cannot be bound, e.g. the port is in use, instead of uvicorn's multi-line log."""
     try:
         infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
     except socket.gaierror as exc:
         raise click.ClickException(f"cannot listen on {host}:{port}: unknown host ({exc.strerror})") from None
     family, kind, proto, _, addr = infos[0]
-    with socket.socket(family, kind, proto) as sock:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn does
-        try:
-            sock.bind(addr)
-        except OSError as exc:
-            raise click.ClickException(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+    sock = socket.socket(family, kind, proto)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn does
+    try:
+        sock.bind(addr)
+    except OSError as exc:
+        sock.close()
+        raise click.ClickException(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+    return sock
+
+
+def check_listen(host: str, port: int) -> None:
+    """Raise ClickException (one line) when `host:port` cannot be bound."""
+    bind_listen(host, port).close()
+
+
+def base_url(host: str, port: int) -> str:
+    """The address a browser on this machine uses for a server bound to `host:port`."""
+    shown = {"0.0.0.0": "127.0.0.1", "::": "[::1]", "": "127.0.0.1"}.get(host, host)
+    if ":" in shown and not shown.startswith("["):
+        shown = f"[{shown}]"
+    return f"http://{shown}:{port}"
 
 
 @click.command()
 @click.option("--host", default="127.0.0.1", show_default=True, help="Interface to bind.")
-@click.option("--port", default=8000, show_default=True, type=click.IntRange(1, 65535), help="Port to listen on.")
+@click.option("--port", default=8000, show_default=True, type=click.IntRange(0, 65535),
+              help="Port to listen on (0: any free port; the address used is printed).")
 @one_line_errors
 def serve(host: str, port: int) -> None:
-    """Run the web app (refuses to start on an out-of-date schema or a port already in use)."""
+    """Run the web app (refuses to start on an out-of-date schema or a port already in use).
+
+    Prints the address it listens on and its login page, with the port actually bound."""
     import uvicorn
 
     from app.main import create_app
 
     app = create_app(checked_engine())
-    check_listen(host, port)
-    click.echo(f"a2annotate serving on http://{host}:{port}/  (API docs at /docs)")
-    uvicorn.run(app, host=host, port=port, log_level="info")
+    sock = bind_listen(host, port)
+    url = base_url(host, sock.getsockname()[1])
+    click.echo(f"a2annotate serving on {url}/  (API docs at {url}/docs)")
+    click.echo(f"log in at {url}/login", nl=True)
+    sys.stdout.flush()
+    config = uvicorn.Config(app, host=host, port=sock.getsockname()[1], log_level="info")
+    uvicorn.Server(config).run(sockets=[sock])

@@ -71,16 +71,48 @@ def simulate_labels(truth: list[dict], agents: list[str], rate: float, rng: rand
     return list(dedup.values())
 
 
+#: `Run.source` of the runs `a2annotate demo` stores (see app/cli/demo.py): the demo seeds these only
+DEMO_SOURCE_PREFIX = "demo"
+#: `Assignment.batch` of the assignments the demo creates
+DEMO_BATCH = "demo"
+
+
+def demo_runs(session: Session, run_ids: list[str] | None = None, limit: int | None = None) -> list[Run]:
+    """The demo's own runs, by run_id: stored by the demo (source ``demo...``) and, when `run_ids`
+    is given, among those ids. A run the user imported is never one of them, whatever its id."""
+    q = select(Run).where(Run.source.startswith(DEMO_SOURCE_PREFIX)).order_by(Run.run_id)
+    if run_ids is not None:
+        if not run_ids:
+            return []
+        q = q.where(Run.run_id.in_(list(run_ids)))
+    if limit is not None:
+        q = q.limit(limit)
+    return list(session.exec(q).all())
+
+
 def seed_annotations(engine: Engine, taxonomy_pk: int, *, n_assigned: int = 60, n_simulated: int = 40,
-                     k: int = 3, seed: int = 0, progress: Callable[[str], None] | None = None) -> DemoSeedResult:
-    """Create demo users, assign `n_assigned` runs to every annotator (overlap k) and simulate
-    submitted labels on the first `n_simulated` of them, leaving the rest of each queue open."""
-    rng = random.Random(seed)
+                     k: int = 3, seed: int = 0, run_ids: list[str] | None = None,
+                     progress: Callable[[str], None] | None = None) -> DemoSeedResult:
+    """Create demo users, assign `n_assigned` of the demo's own runs (`demo_runs`, optionally only
+    `run_ids`) to every demo annotator (overlap k) and simulate submitted labels on the first
+    `n_simulated` of them, leaving the rest of each queue open.
+
+    Every step is idempotent and touches only what the demo creates: existing users keep their
+    password; a (run, annotator) pair that already has an assignment or an annotation under any
+    taxonomy version is left alone, so simulated labels are only ever written together with the
+    demo assignment they belong to, on a demo run, for a demo annotator who has none there."""
     with Session(engine) as session:
         made = ensure_demo_users(session)
         annotators = [n for n, (role, _, _) in DEMO_USERS.items() if role == "annotator"][:k]
         users = {n: get_user(session, n) for n in annotators}
-        runs = session.exec(select(Run).order_by(Run.run_id).limit(n_assigned)).all()
+        runs = demo_runs(session, run_ids, n_assigned)
+        pks = [r.id for r in runs]
+        uids = [u.id for u in users.values()]
+        taken: set[tuple[int, int]] = set()
+        if pks and uids:
+            for model in (Assignment, Annotation):
+                taken |= set(session.exec(select(model.run_pk, model.user_id).where(
+                    model.run_pk.in_(pks), model.user_id.in_(uids))).all())
         assigned = simulated = 0
         from app.runs.service import to_canonical
 
@@ -88,27 +120,28 @@ def seed_annotations(engine: Engine, taxonomy_pk: int, *, n_assigned: int = 60, 
             canon = None
             for name in annotators:
                 user = users[name]
-                if session.exec(select(Assignment).where(Assignment.run_pk == run.id, Assignment.user_id == user.id,
-                                                         Assignment.taxonomy_pk == taxonomy_pk)).first():
+                # the pair's random draws happen whether or not it is seeded: same seed, same labels
+                pair_rng = random.Random(f"{seed}:{run.run_id}:{name}")
+                if (run.id, user.id) in taken:
                     continue
                 session.add(Assignment(run_pk=run.id, user_id=user.id, taxonomy_pk=taxonomy_pk, position=pos,
-                                       batch="demo"))
+                                       batch=DEMO_BATCH))
                 assigned += 1
                 if pos >= n_simulated:
                     continue
                 canon = canon or to_canonical(session, run)
                 truth = (canon.get("metadata") or {}).get("demo_truth") or []
                 agents = [a["id"] for a in canon["agents"]]
-                labels = simulate_labels(truth, agents, DEMO_USERS[name][2], rng)
+                labels = simulate_labels(truth, agents, DEMO_USERS[name][2], pair_rng)
                 ann = Annotation(run_pk=run.id, user_id=user.id, taxonomy_pk=taxonomy_pk, status="submitted",
-                                 no_failure=not labels, origin="human", time_ms=rng.randint(60_000, 600_000),
+                                 no_failure=not labels, origin="human", time_ms=pair_rng.randint(60_000, 600_000),
                                  submitted_at=utcnow())
                 session.add(ann)
                 session.flush()
                 for lab in labels:
                     session.add(Label(annotation_id=ann.id, mode=lab["mode"], agent=lab["agent"],
                                       principals=lab["principals"], evidence=lab["evidence"],
-                                      time_ms=rng.randint(10_000, 120_000)))
+                                      time_ms=pair_rng.randint(10_000, 120_000)))
                 simulated += 1
         session.commit()
     return DemoSeedResult(users=made, assigned=assigned, simulated=simulated)

@@ -44,7 +44,7 @@ def export_table(
     source: Annotated[str, Query(description="Report tables: `auto`, `gold`, `majority` or `annotator:<name>`.")] = "auto",
     taxonomy: Annotated[str | None, Query(description="Report tables: taxonomy version; default latest a2-failures.")] = None,
 ) -> StreamingResponse:
-    from app.annotations.blind import labels_visible_to, visible_annotation_filter
+    from app.annotations.blind import demo_truth_visible_to, labels_visible_to, visible_annotation_filter
 
     spec = TABLES.get(table)
     if spec is None:
@@ -55,7 +55,7 @@ def export_table(
         raise HTTPException(422, str(exc)) from None
     opts = service.ExportOptions(source=source, taxonomy=taxonomy,
                                  threshold=request.app.state.settings.success_threshold,
-                                 strip_demo_truth=user.role != "admin",
+                                 strip_demo_truth=not demo_truth_visible_to(user),
                                  withhold_audits=not labels_visible_to(session, user))
     if spec.labels:
         if table in ("annotations", "annotations_canonical"):

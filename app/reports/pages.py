@@ -36,7 +36,8 @@ CHART_DATA = ("outcomes", "prevalence", "success", "crossplay", "blind-spots")
 class Params:
     """The page's query parameters, checked."""
 
-    def __init__(self, by: str, source: str, taxonomy: str | None, family: str | None, crossplay: str):
+    def __init__(self, by: str, source: str, taxonomy: str | None, family: str | None, crossplay: str,
+                 min_runs: int = 1, sort: str | None = None, direction: str = "desc"):
         if by not in service.OUTCOME_BY:
             raise service.ReportError("by", f"must be one of {', '.join(service.OUTCOME_BY)}, got {by!r}")
         if crossplay not in service.CROSSPLAY_BY:
@@ -46,15 +47,51 @@ class Params:
         self.taxonomy = taxonomy or None
         self.family = family or None
         self.crossplay = crossplay
+        if isinstance(min_runs, bool) or not isinstance(min_runs, int) or min_runs < 1:
+            raise service.ReportError("min_runs", f"must be a whole number of runs, at least 1, got {min_runs!r}")
+        if direction not in ("asc", "desc"):
+            raise service.ReportError("dir", f"must be asc or desc, got {direction!r}")
+        self.min_runs = min_runs
+        self.sort = sort or None
+        self.direction = direction
 
-    def query(self) -> str:
-        """Returns the query string that reproduces these parameters."""
-        q = {"by": self.by, "source": self.source, "crossplay": self.crossplay}
+    def query(self, **override: Any) -> str:
+        """Returns the query string that reproduces these parameters (with `override` applied)."""
+        q: dict[str, Any] = {"by": self.by, "source": self.source, "crossplay": self.crossplay}
         if self.taxonomy:
             q["taxonomy"] = self.taxonomy
         if self.family:
             q["family"] = self.family
+        if self.min_runs > 1:
+            q["min_runs"] = self.min_runs
+        if self.sort:
+            q["sort"], q["dir"] = self.sort, self.direction
+        q.update({k: v for k, v in override.items() if v is not None})
         return urlencode(q)
+
+
+def select_rows(rows: list[dict[str, Any]], columns: list[str], p: Params) -> tuple[list[dict[str, Any]], int]:
+    """The outcome rows with at least `p.min_runs` runs, sorted by `p.sort` (a column; unknown
+    values last, then by the group keys); returns (rows, how many were left out)."""
+    if p.sort is not None and p.sort not in columns:
+        raise service.ReportError("sort", f"must be one of the table's columns ({', '.join(columns)}), got {p.sort!r}")
+    kept = [r for r in rows if (r.get("runs") or 0) >= p.min_runs]
+    if p.sort:
+        keyed = [r for r in kept if r.get(p.sort) is not None and not (isinstance(r.get(p.sort), float)
+                                                                        and math.isnan(r[p.sort]))]
+        missing = [r for r in kept if r not in keyed]
+        keyed.sort(key=lambda r: (r[p.sort] if isinstance(r[p.sort], (int, float)) else str(r[p.sort])),
+                   reverse=p.direction == "desc")
+        kept = keyed + missing
+    return kept, len(rows) - len([r for r in rows if (r.get("runs") or 0) >= p.min_runs])
+
+
+def _min_runs(text: str) -> Any:
+    """`min_runs` from the query: digits only (a form may send it empty: 1)."""
+    text = (text or "").strip()
+    if not text:
+        return 1
+    return int(text) if text.isascii() and text.isdigit() and len(text) <= 9 else text
 
 
 def _group_label(row: dict[str, Any], keys: list[str]) -> str:
@@ -122,6 +159,7 @@ def _heat(value: Any, rgb: tuple[int, int, int] = (179, 38, 30), scale: float = 
 def _page_context(request: Request, session: Session, p: Params) -> dict[str, Any]:
     data = _load(request, session, p)
     outcomes = service.outcomes_payload(data, p.by, p.source)
+    outcomes["rows"], hidden = select_rows(outcomes["rows"], outcomes["columns"], p)
     keys = _key_columns(outcomes["columns"])
     cat_names = _category_names(data)
     cat_cols = [c for c in outcomes["columns"] if c.startswith("cat:")]
@@ -174,7 +212,7 @@ def _page_context(request: Request, session: Session, p: Params) -> dict[str, An
         "dumbbell_note": (f"Showing the {len(shown)} largest of {len(rows)} groups." if len(shown) < len(rows) else ""),
         "crossplay": cp, "blind": blind, "blind_rows": blind["runs"][:MAX_BLIND_SPOT_ROWS],
         "blind_first": BLIND_SPOT_FIRST,
-        "heat": _heat, "n_runs": len(data.runs),
+        "heat": _heat, "n_runs": len(data.runs), "hidden_groups": hidden,
     }
 
 
@@ -182,10 +220,10 @@ def _page_context(request: Request, session: Session, p: Params) -> dict[str, An
 def reports_page(
     request: Request, session: SessionDep, user: ReviewerPage,
     by: str = "model", source: str = "auto", taxonomy: str | None = None, family: str | None = None,
-    crossplay: str = "model",
+    crossplay: str = "model", min_runs: str = "1", sort: str | None = None, dir: str = "desc",  # noqa: A002
 ):
     try:
-        p = Params(by, source, taxonomy, family, crossplay)
+        p = Params(by, source, taxonomy, family, crossplay, _min_runs(min_runs), sort, dir)
         ctx = _page_context(request, session, p)
     except service.ReportError as exc:
         return render(request, "reports/index.html", status_code=422, error=str(exc), p=None,
@@ -197,17 +235,18 @@ def reports_page(
 def report_data_csv(
     name: str, request: Request, session: SessionDep, user: ReviewerPage,
     by: str = "model", source: str = "auto", taxonomy: str | None = None, family: str | None = None,
-    crossplay: str = Query("model"),
+    crossplay: str = Query("model"), min_runs: str = "1", sort: str | None = None, dir: str = "desc",  # noqa: A002
 ):
     """The data behind one chart or table of the page, as CSV (same query parameters)."""
     if name not in CHART_DATA:
         raise HTTPException(404, f"unknown chart data {name!r} (one of {', '.join(CHART_DATA)})")
     try:
-        p = Params(by, source, taxonomy, family, crossplay)
+        p = Params(by, source, taxonomy, family, crossplay, _min_runs(min_runs), sort, dir)
         data = _load(request, session, p)
         if name == "outcomes":
             payload = service.outcomes_payload(data, p.by, p.source)
-            columns, rows = payload["columns"], payload["rows"]
+            columns = payload["columns"]
+            rows, _ = select_rows(payload["rows"], columns, p)
         elif name == "prevalence":
             columns, rows = prevalence_table(data, p.source)
         elif name == "success":

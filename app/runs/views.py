@@ -52,13 +52,13 @@ def get_run(run_id: str, session: SessionDep, user: ApiUser) -> dict[str, Any]:
     """The run as stored, in the canonical shape. For annotators, while labels are blind, the
     run's `audits` (machine judges' labels) are withheld, and the demo corpus's seeded truth
     (`metadata.demo_truth`) is shown to admins only."""
-    from app.annotations.blind import labels_visible_to
+    from app.annotations.blind import demo_truth_visible_to, labels_visible_to
 
     run = service.get_run(session, run_id)
     if run is None:
         raise HTTPException(404, f"no run {run_id!r}")
     canon = service.to_canonical(session, run)
-    if user.role != "admin":
+    if not demo_truth_visible_to(user):
         canon["metadata"].pop("demo_truth", None)
     if not labels_visible_to(session, user):
         canon["audits"] = []

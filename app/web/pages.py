@@ -15,7 +15,6 @@ from app.runs.models import Agent, Run, Scenario
 from app.taxonomies.models import Taxonomy
 from app.web.deps import PageUser
 from app.web.templating import render
-from app.web.trace import build_trace
 
 router = APIRouter(include_in_schema=False)
 
@@ -35,7 +34,7 @@ def home(request: Request, session: SessionDep, user: PageUser):
     from app.annotations.assignments import user_queue
 
     queue = user_queue(session, user)
-    nxt = next((i for i in queue["items"] if i["status"] != "submitted"), None)
+    nxt = next((i for i in queue["items"] if i["status"] not in ("submitted", "skipped", "flagged")), None)
     return render(request, "home.html", queue=queue, next_item=nxt)
 
 
@@ -135,10 +134,12 @@ def taxonomy_view(tax: Taxonomy) -> dict[str, Any]:
 def run_page(request: Request, run_id: str, session: SessionDep, user: PageUser,
              taxonomy: str | None = None):
     """One run: scenario, principals and outcomes, lanes per agent, private state, reachability,
-    and the labeling panel. Other annotators' labels (and machine audits) are shown to reviewers
-    and admins only, never to annotators (blind mode); the demo truth to admins only."""
+    and the labeling panel. Other annotators' labels (and machine audits) are shown by the blind
+    rule of app.annotations.blind: to reviewers and admins, and to annotators once an admin has
+    revealed labels; the demo truth to admins only."""
     from fastapi.encoders import jsonable_encoder
 
+    from app.annotations.blind import demo_truth_visible_to, labels_visible_to
     from app.annotations.service import annotations_to_api, find_annotation, is_adjudicated
     from app.core.config import get_settings
 
@@ -149,27 +150,32 @@ def run_page(request: Request, run_id: str, session: SessionDep, user: PageUser,
     if tax is None:
         raise HTTPException(404, f"no taxonomy {taxonomy!r}" if taxonomy else "no taxonomy is registered")
     from app.capture.service import finalize_idle, is_recording
+    from app.web.trace_cache import cached_trace
 
     finalize_idle(session)
     recording = is_recording(session, run.run_id)
-    canon = runs_service.to_canonical(session, run)
-    view = build_trace(canon, show_demo_truth=user.role == "admin",
-                       success_threshold=get_settings().success_threshold)
+    view, trace_html = cached_trace(session, run, show_demo_truth=demo_truth_visible_to(user),
+                                    success_threshold=get_settings().success_threshold)
     tview = taxonomy_view(tax)
-    # blind mode: annotators never see other people's (or judges') labels on this page
-    is_reviewer = user.role in ("admin", "reviewer")
+    # blind mode: the same rule as the API and exports (reviewers, admins, or everyone once revealed)
+    see_others = labels_visible_to(session, user)
     others = []
-    if is_reviewer:
+    if see_others:
         from app.annotations.service import list_annotations
 
         _, rows = list_annotations(session, user, run_id=run.run_id, taxonomy=tview["ref"], page_size=200)
         others = [a for a in annotations_to_api(session, rows) if a["annotator"] != user.username]
     # the caller's own annotation goes in the page: no extra request, no 404 in the console
     own = find_annotation(session, user, run, tax)
+    from app.flags.service import REASONS, flag_of, list_flags
+
+    my_flag = flag_of(session, user, run, tax)
+    flags_here = list_flags(session, run_pk=run.id) if user.role in ("admin", "reviewer") else []
+    adjudicated = is_adjudicated(session, run, tax)
     config = {
         "run_id": view["run_id"], "taxonomy": tview["ref"],
         "mine": jsonable_encoder(annotations_to_api(session, [own])[0]) if own is not None else None,
-        "locked": is_adjudicated(session, run, tax) or recording,  # a recording run is read-only until final
+        "locked": adjudicated or recording,  # a recording run is read-only until final
         "recording": recording,
         "modes": [{"code": m["code"], "name": m["name"], "category": m["category"]} for m in tview["modes"]],
         "categories": [{"code": c["code"], "name": c["name"]} for c in tview["categories"]],
@@ -177,10 +183,20 @@ def run_page(request: Request, run_id: str, session: SessionDep, user: PageUser,
                    for a in view["agents"]],
         "principals": [{"id": p["id"], "name": p["name"]} for p in view["principals"]],
         "n_events": len(view["events"]),
+        "flag": {"kind": my_flag.kind, "reason": my_flag.reason, "note": my_flag.note} if my_flag else None,
+        "reasons": REASONS,
     }
     from app.detectors.service import page_hints
 
     config["hints"] = page_hints(session, user, run, tax)  # None unless hints are on for this user's batch
-    return render(request, "run.html", t=view, tax=tview, config=config, show_audits=is_reviewer,
-                  others=others, is_admin=user.role == "admin", recording=recording)
+    gold = None
+    if adjudicated:  # the gold labels beside the caller's own (locked) labels
+        from app.agreement.adjudication import adjudication_view
+
+        adj = adjudication_view(session, run, tax)
+        gold = {"no_failure": adj["no_failure"], "rationale": adj["rationale"],
+                "labels": [g for g in adj["gold"] if g["accepted"]]}
+    return render(request, "run.html", t=view, tax=tview, config=config, show_audits=see_others, gold=gold,
+                  others=others, is_admin=demo_truth_visible_to(user), flags_here=flags_here, trace_html=trace_html,
+                  reasons=REASONS, recording=recording)
 

@@ -23,6 +23,9 @@ ROUTER_MODULES = [
     "app.admin.pages",
     "app.detectors.pages",
     "app.capture.views",
+    "app.flags.views",
+    "app.flags.pages",
+    "app.exports.pages",
 ]
 
 

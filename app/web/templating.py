@@ -12,6 +12,9 @@ from app.web.csrf import csrf_token
 TEMPLATES_DIR = Path(__file__).parent / "templates"
 templates = Jinja2Templates(directory=str(TEMPLATES_DIR))  # autoescape on for .html
 templates.env.globals["csrf_token"] = csrf_token
+# no blank lines and indentation left by {% %} tags: long run pages are mostly template whitespace otherwise
+templates.env.trim_blocks = True
+templates.env.lstrip_blocks = True
 templates.env.filters["tojson_pretty"] = lambda v: json.dumps(v, indent=2, ensure_ascii=False, sort_keys=False, default=str)
 
 

@@ -42,7 +42,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=300)
     parser.add_argument("--out", default=str(ROOT / "docs" / "screenshots" / "reports.png"))
-    parser.add_argument("--width", type=int, default=1400)
+    parser.add_argument("--width", type=int, default=1280)
     args = parser.parse_args()
 
     tmp = Path(tempfile.mkdtemp(prefix="a2a-reports-shot-"))
@@ -75,7 +75,7 @@ def main() -> None:
     try:
         with sync_playwright() as pw:
             browser = pw.chromium.launch(executable_path=chromium(), args=CHROMIUM_ARGS, headless=True)
-            page = browser.new_page(viewport={"width": args.width, "height": 900})
+            page = browser.new_page(viewport={"width": args.width, "height": 720})
             page.goto(f"{base}/login")
             page.fill('input[name="username"]', "admin")
             page.fill('input[name="password"]', "admin-demo")

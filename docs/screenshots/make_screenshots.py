@@ -1,4 +1,4 @@
-"""Regenerate docs/screenshots/trace-view.png and labeling-panel.png (1440x900, headless chromium).
+"""Regenerate docs/screenshots/trace-view.png, conversation-view.png and labeling-panel.png (1280x720).
 
 Usage, from the repository root:
 
@@ -63,7 +63,7 @@ def main(argv: list[str] | None = None) -> None:
         add_annotator(engine, "annotator", [run["run_id"], other["run_id"]])
         with LiveServer(engine) as url, sync_playwright() as p:
             browser = launch_browser(p)
-            page = browser.new_page(viewport={"width": 1440, "height": 900})
+            page = browser.new_page(viewport={"width": 1280, "height": 720})
             log_in(page, url, "annotator")
             page.click("#start-next")
             page.wait_for_url(f"{url}/runs/**")
@@ -89,9 +89,14 @@ def main(argv: list[str] | None = None) -> None:
             page.evaluate("s => window.A2Trace.goTo(s, false)", wanted[-1]["evidence"][0])
             page.wait_for_timeout(400)
             page.screenshot(path=str(out / "labeling-panel.png"))
+            kb.press("v")  # the conversation view: one column, actor -> recipients
+            page.evaluate("() => window.scrollTo(0, 0)")
+            page.wait_for_timeout(300)
+            page.screenshot(path=str(out / "conversation-view.png"))
+            kb.press("v")
             browser.close()
         engine.dispose()
-    print(f"wrote {out / 'trace-view.png'} and {out / 'labeling-panel.png'} (run {run['run_id']})")
+    print(f"wrote trace-view.png, labeling-panel.png and conversation-view.png to {out} (run {run['run_id']})")
 
 
 if __name__ == "__main__":

@@ -34,6 +34,10 @@
   var $filter = document.getElementById("mode-filter");
   var $modeList = document.getElementById("mode-list");
   var $shortcuts = document.getElementById("shortcuts");
+  var $flagDlg = document.getElementById("flag-dialog");
+  var $flagForm = document.getElementById("flag-form");
+  var $flagErr = document.getElementById("flag-error");
+  var $flagNote = document.getElementById("lp-flag");
 
   var modeByCode = {};
   cfg.modes.forEach(function (m) { modeByCode[m.code] = m; });
@@ -198,7 +202,8 @@
     $noFail.parentNode.title = state.labels.length ? "Remove the labels first" : "";
     if (!state.labels.length && !state.noFailure) {
       $labels.appendChild(el("p", { "class": "small muted empty" },
-        "No labels yet. Press n (or “+ New label”) for a failure, or tick “No failure found”."));
+        "No labels yet. Read the events with j / k (the focused one is outlined); press n (or “+ New label”) " +
+        "for a failure, or tick “No failure found”. All keys: ?"));
     }
     pushMarks();
   }
@@ -218,11 +223,20 @@
   function cardOf(i) { return $labels.querySelector('.label-card[data-i="' + i + '"]'); }
 
   // ---------------------------------------------------------------- messages
-  function showErrors(msgs) {
+  /* errorsFrom says what the shown messages are about: "submit" (what the annotation still needs
+     before it can be submitted: only a new check, or a successful submit, changes it), "save" (a
+     failed save: the next successful save clears it) or "info"; a draft autosave never wipes a
+     submit check. */
+  var errorsFrom = null, submitTried = false;
+  function showErrors(msgs, from) {
     $errors.textContent = "";
+    errorsFrom = msgs && msgs.length ? (from || "save") : null;
     if (!msgs || !msgs.length) { $errors.hidden = true; return; }
     msgs.forEach(function (m) { $errors.appendChild(el("div", null, m)); });
     $errors.hidden = false;
+  }
+  function clearSaveErrors() {
+    if (errorsFrom === "save") { showErrors(null); clearCardErrors(); }
   }
   function setSave(text, kind) {
     $save.textContent = text;
@@ -320,6 +334,7 @@
   function changed() {
     if (cfg.locked) return;
     state.dirty = true;
+    if (submitTried && errorsFrom !== "save") recheck();
     if (state.status === "submitted") {
       state.editedAfterSubmit = true;
       setSave("edited after submitting: press Submit to update", "warn");
@@ -345,8 +360,7 @@
         sentMs = upTo;
         state.status = r.body && r.body.status || "draft";
         state.dirty = again;
-        showErrors(null);
-        clearCardErrors();
+        clearSaveErrors();
         var pending = state.labels.some(function (l) { return !l.mode; });
         setSave("draft saved " + new Date().toLocaleTimeString() + (pending ? " (a label without a mode is not saved yet)" : ""), "ok");
       } else {
@@ -382,10 +396,40 @@
     return problems;
   }
 
+  /* After a refused submit the list of what is missing follows the edits (and goes when done). */
+  function recheck() {
+    var problems = validateForSubmit();
+    if (problems.length) showErrors(problems, "submit");
+    else { showErrors(null); submitTried = false; }
+  }
+
+  /* A label nobody filled in (no mode, agent, evidence, note, principals or confidence) holds no
+     data: dropped rather than blocking submit, e.g. after n then Esc. */
+  function isBlank(l) {
+    return !l.mode && !l.agent && !l.evidence.length && !l.note && !l.principals.length &&
+           (l.confidence === null || l.confidence === undefined || l.confidence === "");
+  }
+  function dropBlank(l) {
+    var i = state.labels.indexOf(l);
+    if (i === -1 || !isBlank(l)) return false;
+    state.labels.splice(i, 1);
+    if (state.active >= state.labels.length) state.active = state.labels.length - 1;
+    else if (state.active > i) state.active -= 1;
+    renderLabels();
+    return true;
+  }
+
   function submit() {
     if (refuseLocked()) return Promise.resolve(null);
+    state.labels.slice().forEach(function (l) { if (isBlank(l)) dropBlank(l); });
     var problems = validateForSubmit();
-    if (problems.length) { showErrors(problems); setSave("not submitted", "bad"); return Promise.resolve(null); }
+    if (problems.length) {
+      submitTried = true;
+      showErrors(problems, "submit");
+      setSave("not submitted", "bad");
+      return Promise.resolve(null);
+    }
+    submitTried = false;
     clearTimeout(saveTimer);
     var go = function () {
       var upTo = vnow();
@@ -498,12 +542,39 @@
     changed();
   }
 
+  /* e: the active label's note, w: its first affected-principal box (Space ticks, Tab moves on);
+     Esc leaves the field. */
+  function focusField(f) {
+    if (refuseLocked()) return;
+    if (!active()) { flashMsg("No active label: press n first."); return; }
+    var c = cardOf(state.active), x = c && c.querySelector('[data-f="' + f + '"]');
+    if (!x) { if (f === "principal") flashMsg("This run declares no principals."); return; }
+    x.focus();
+    if (x.scrollIntoView) x.scrollIntoView({ block: "nearest" });
+  }
+
+  var CONFIDENCE = [null, 0.25, 0.5, 0.75, 1];
+  function cycleConfidence() {
+    if (refuseLocked()) return;
+    var l = active();
+    if (!l) { flashMsg("No active label: press n first."); return; }
+    var k = CONFIDENCE.indexOf(l.confidence === undefined ? null : l.confidence);
+    l.confidence = CONFIDENCE[(k + 1) % CONFIDENCE.length];
+    touch(l);
+    renderLabels();
+    changed();
+  }
+
   var flashTimer = null;
   function flashMsg(text) {
-    showErrors([text]);
+    showErrors([text], "info");
     $errors.classList.add("info");
     clearTimeout(flashTimer);
-    flashTimer = setTimeout(function () { $errors.classList.remove("info"); showErrors(null); }, 4000);
+    flashTimer = setTimeout(function () {
+      $errors.classList.remove("info");
+      if (errorsFrom === "info") showErrors(null);
+      if (submitTried) recheck();
+    }, 4000);
   }
 
   // ---------------------------------------------------------------- panel events (delegated)
@@ -531,10 +602,12 @@
       touch(l);
       renderLabels();
       changed();
-    } else if (act === "new-label") { if (!refuseLocked()) { addLabel(); openPicker(""); } }
+    } else if (act === "new-label") { if (!refuseLocked()) { addLabel(); openPicker("", true); } }
     else if (act === "submit") { submit(); }
     else if (act === "next-run") { nextRun(); }
     else if (act === "shortcuts") { openOverlay($shortcuts); }
+    else if (act === "set-aside") { openFlag(); }
+    else if (act === "unflag") { unflag(); }
     else if (act === "use-mode") { setMode(a.getAttribute("data-mode")); }
   });
 
@@ -596,11 +669,13 @@
     if (vis[pickIdx]) { vis[pickIdx].classList.add("sel"); vis[pickIdx].setAttribute("aria-selected", "true");
                         vis[pickIdx].scrollIntoView({ block: "nearest" }); }
   }
-  function openPicker(prefix) {
+  var pickerNew = null;  // the blank label `n` made for this picker: dropped if the picker closes unused
+  function openPicker(prefix, fresh) {
     if (refuseLocked()) return;
-    if (!active()) addLabel();
+    if (!active()) { addLabel(); fresh = true; }
     document.getElementById("picker-label-n").textContent = "L" + (state.active + 1);
     openOverlay($picker);
+    pickerNew = fresh ? active() : null;  // after openOverlay: it closes other overlays first
     $filter.value = prefix || "";
     filterPicker();
     $filter.focus();
@@ -612,12 +687,12 @@
     else if (e.key === "ArrowUp") { e.preventDefault(); pickIdx = Math.max(0, pickIdx - 1); markPick(); }
     else if (e.key === "Enter") {
       e.preventDefault();
-      if (vis[pickIdx]) { closeOverlays(); setMode(vis[pickIdx].getAttribute("data-mode")); }
+      if (vis[pickIdx]) { pickerNew = null; closeOverlays(); setMode(vis[pickIdx].getAttribute("data-mode")); }
     } else if (e.key === "Escape") { e.preventDefault(); e.stopPropagation(); closeOverlays(); }
   });
   $modeList.addEventListener("click", function (e) {
     var li = e.target.closest("li[data-mode]");
-    if (li) { closeOverlays(); setMode(li.getAttribute("data-mode")); }
+    if (li) { pickerNew = null; closeOverlays(); setMode(li.getAttribute("data-mode")); }
   });
 
   function categoryPrefix(n) {
@@ -640,8 +715,8 @@
   }
   function closeOverlays(keepFocus) {
     var was = false;
-    [$picker, $shortcuts].forEach(function (o) {
-      if (o.hidden) return;
+    [$picker, $shortcuts, $flagDlg].forEach(function (o) {
+      if (!o || o.hidden) return;
       // blur now: a focused input inside a hidden dialog keeps focus until the browser's next
       // style update, and the keys pressed meanwhile would be typed into it
       if (o.contains(document.activeElement)) document.activeElement.blur();
@@ -649,16 +724,87 @@
       was = true;
     });
     document.body.classList.remove("overlay-open");
+    if (pickerNew && $picker.hidden) {
+      var blank = pickerNew;
+      pickerNew = null;
+      if (dropBlank(blank)) changed();
+    }
     if (was && !keepFocus && lastFocus && lastFocus !== document.body && lastFocus.focus && document.contains(lastFocus)) {
       lastFocus.focus({ preventScroll: true });
     }
     return was;
   }
-  [$picker, $shortcuts].forEach(function (o) {
+  [$picker, $shortcuts, $flagDlg].forEach(function (o) {
+    if (!o) return;
     o.addEventListener("click", function (e) {
       if (e.target === o || (e.target.closest("[data-act]") && e.target.closest("[data-act]").getAttribute("data-act") === "close-overlay")) closeOverlays();
     });
   });
+
+  // ---------------------------------------------------------------- skip and flag
+  function showFlag() {
+    if (!$flagNote) return;
+    var f = cfg.flag;
+    $flagNote.hidden = !f;
+    if (!f) return;
+    var why = (cfg.reasons && cfg.reasons[f.reason]) || f.reason;
+    document.getElementById("lp-flag-text").textContent =
+      (f.kind === "flag" ? "You flagged this run for a reviewer: " : "You skipped this run: ") + why +
+      (f.note ? " — " + f.note : "") + ". It is out of your queue order until you take it back.";
+  }
+  function openFlag() {
+    if (!$flagDlg || refuseLocked()) return;
+    openOverlay($flagDlg);
+    var f = cfg.flag;
+    $flagErr.hidden = true;
+    if (f) {
+      $flagForm.querySelector('input[name="kind"][value="' + f.kind + '"]').checked = true;
+      var r = $flagForm.querySelector('input[name="reason"][value="' + f.reason + '"]');
+      if (r) r.checked = true;
+      $flagForm.note.value = f.note || "";
+    }
+    $flagForm.querySelector('input[name="kind"]:checked').focus();
+  }
+  function flagKeys(e) {
+    var t = e.target, inNote = t && t.tagName === "TEXTAREA";
+    if (e.key === "Escape") { e.preventDefault(); if (inNote) { t.blur(); $flagForm.querySelector('input[name="reason"]:checked').focus(); } else closeOverlays(); return; }
+    if (e.key === "Enter" && (e.ctrlKey || e.metaKey || !inNote)) {
+      if (t && t.tagName === "BUTTON") return;  // Cancel / Save act as buttons
+      e.preventDefault();
+      $flagForm.requestSubmit();
+      return;
+    }
+    if (!inNote && /^[1-9]$/.test(e.key)) {
+      var radios = $flagForm.querySelectorAll('input[name="reason"]'), r = radios[Number(e.key) - 1];
+      if (r) { e.preventDefault(); r.checked = true; r.focus(); }
+    }
+  }
+  if ($flagForm) {
+    $flagForm.addEventListener("submit", function (e) {
+      e.preventDefault();
+      var body = { run_id: cfg.run_id, taxonomy: cfg.taxonomy,
+                   kind: $flagForm.querySelector('input[name="kind"]:checked').value,
+                   reason: $flagForm.querySelector('input[name="reason"]:checked').value,
+                   note: $flagForm.note.value.trim() || null };
+      var before = state.dirty && state.status !== "submitted" ? saveDraft() : Promise.resolve();
+      Promise.resolve(before).then(function () { return api("POST", "/api/v1/flags", body); }).then(function (r) {
+        if (!r.ok) { $flagErr.textContent = detailText(r.body); $flagErr.hidden = false; return; }
+        cfg.flag = { kind: body.kind, reason: body.reason, note: body.note };
+        closeOverlays();
+        showFlag();
+        var nxt = r.body && r.body.next_run_id;
+        window.location.href = nxt ? "/runs/" + encodeURIComponent(nxt).replace(/%2F/g, "/") : "/";
+      }, function () { $flagErr.textContent = "network error: not saved"; $flagErr.hidden = false; });
+    });
+  }
+  function unflag() {
+    api("DELETE", "/api/v1/flags?run_id=" + encodeURIComponent(cfg.run_id) + "&taxonomy=" + encodeURIComponent(cfg.taxonomy))
+      .then(function (r) {
+        if (r.ok || r.status === 404) { cfg.flag = null; showFlag(); flashMsg("Back in your queue."); }
+        else showServerError(r.status, r.body);
+      });
+  }
+  showFlag();
 
   // ---------------------------------------------------------------- keyboard
   var NOT_TEXT = /^(checkbox|radio|button|submit|reset|range|color|file|image)$/;
@@ -670,6 +816,7 @@
   document.addEventListener("keydown", function (e) {
     var t = e.target;
     if (!$picker.hidden) return;  // the picker's input handles its own keys
+    if ($flagDlg && !$flagDlg.hidden) { flagKeys(e); return; }
     if (!$shortcuts.hidden) {
       if (e.key === "Escape" || e.key === "?") { e.preventDefault(); closeOverlays(); }
       return;
@@ -689,16 +836,46 @@
     if (k === "j") T.move(1);
     else if (k === "k") T.move(-1);
     else if (k === "x") attach(T.focusedSeq());
-    else if (k === "n") { if (!refuseLocked()) { addLabel(); openPicker(""); } }
+    else if (k === "n") { if (!refuseLocked()) { addLabel(); openPicker("", true); } }
     else if (k === "m") openPicker("");
-    else if (/^[1-9]$/.test(k)) { var p = categoryPrefix(Number(k)); if (p !== null) openPicker(p); else handled = false; }
+    else if (/^[1-9]$/.test(k)) {
+      // the active label if it has no mode yet, else a new label: the mode list opens on category k
+      var p = categoryPrefix(Number(k));
+      if (p === null) handled = false;
+      else if (!refuseLocked()) {
+        if (active() && !active().mode) openPicker(p);
+        else { addLabel(); openPicker(p, true); }
+      }
+    }
     else if (k === "a") cycleAgent();
     else if (k === "l") { if (state.labels.length) setActive((state.active + 1) % state.labels.length); }
     else if (k === "/") T.focusSearch();
     else if (k === "s") submit();
     else if (k === "]") nextRun();
     else if (k === "?") openOverlay($shortcuts);
+    else if (k === "f") openFlag();
     else if (k === "c") T.toggleCollapsePrivate();
+    else if (k === "o") T.toggleFocused && T.toggleFocused();
+    else if (k === "v") T.toggleView && T.toggleView();
+    else if (k === "g") T.focusScrubber && T.focusScrubber();
+    else if (k === "t") T.focusEvent && T.focusEvent();
+    else if (k === "e") focusField("note");
+    else if (k === "i") cycleConfidence();
+    else if (k === "w") focusField("principal");
+    else if (k === "r") { if (!cfg.locked) { $note.focus(); } }
+    else if (k === "0") {
+      if (refuseLocked()) { /* read-only */ }
+      else if (state.labels.length) flashMsg("Remove the labels first (D deletes the active one) to say “no failure found”.");
+      else { state.noFailure = !state.noFailure; renderLabels(); changed(); }
+    }
+    else if (k === "D") {
+      if (!refuseLocked() && active()) {
+        state.labels.splice(state.active, 1);
+        if (state.active >= state.labels.length) state.active = state.labels.length - 1;
+        renderLabels();
+        changed();
+      }
+    }
     else if (k === "p") T.toggleContext();
     else if (k === "Escape") { closeOverlays(); showErrors(null); }
     else handled = false;

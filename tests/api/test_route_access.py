@@ -45,9 +45,10 @@ ROUTES: dict[tuple[str, str], Case] = {
     # meta, docs, static
     ("GET", "/openapi.json"): Case("/openapi.json", PUBLIC),
     ("GET", "/docs"): Case("/docs", PUBLIC),
-    ("GET", "/docs/oauth2-redirect"): Case("/docs/oauth2-redirect", PUBLIC),
     ("GET", "/redoc"): Case("/redoc", PUBLIC),
+    ("GET", "/redoc/redoc.standalone.js"): Case("/redoc/redoc.standalone.js", PUBLIC),
     ("MOUNT", "/static"): Case("/static/css/app.css", PUBLIC),
+    ("MOUNT", "/docs-assets"): Case("/docs-assets/swagger-ui.css", PUBLIC),
     ("GET", "/healthz"): Case("/healthz", PUBLIC),
     # runs API
     ("GET", "/api/v1/runs"): Case("/api/v1/runs", USER),
@@ -133,6 +134,20 @@ ROUTES: dict[tuple[str, str], Case] = {
     # here gets 401; token access by role is tested in tests/capture/test_otlp_endpoint.py
     ("POST", "/v1/traces"): Case("/v1/traces", PUBLIC, ok=401, send={
         "content": "", "headers": {"Content-Type": "application/x-protobuf"}}),
+    ("POST", "/admin/assignments/preview"): Case("/admin/assignments/preview", ADMIN, send={
+        "data": {"annotators": ["ann"], "k": "1", "seed": "2"}}),
+    ("POST", "/admin/assignments/undo"): Case("/admin/assignments/undo", ADMIN, ok=303, send={
+        "data": {"batch": "nope", "taxonomy_pk": "1"}}),
+    # skip and flag (app.flags)
+    ("POST", "/api/v1/flags"): Case("/api/v1/flags", USER, send={
+        "json": {"run_id": "r1", "kind": "flag", "reason": "broken_log"}}),
+    ("DELETE", "/api/v1/flags"): Case("/api/v1/flags?run_id=r1", USER),  # after the POST above
+    ("GET", "/api/v1/flags"): Case("/api/v1/flags", REVIEWER),
+    ("POST", "/api/v1/flags/{flag_id}/resolve"): Case("/api/v1/flags/999999/resolve", REVIEWER, ok=404),
+    ("GET", "/flagged"): Case("/flagged", REVIEWER),
+    ("GET", "/exports"): Case("/exports", USER),
+    ("GET", "/exports/download"): Case("/exports/download?table=runs&fmt=csv", USER, ok=303),
+    ("POST", "/flagged/{flag_id}/resolve"): Case("/flagged/999999/resolve", REVIEWER, ok=404),
 }
 
 

@@ -167,17 +167,36 @@ def _label_by(engine, name: str, run_id: str, note: str) -> None:
         s.commit()
 
 
-def test_other_annotators_labels_blind_even_after_reveal(app_client, engine):
+def _what_annotator_sees(client) -> dict[str, bool]:
+    """Whether bob's note and the machine audit reach the annotator on the run page, in the REST
+    API (annotations list, the run's audits) and in the annotations export."""
+    page = client.get("/runs/web-1").text
+    listing = client.get("/api/v1/annotations", params={"run_id": "web-1"}).text
+    run = client.get("/api/v1/runs/web-1").json()
+    export = client.get("/api/v1/exports/annotations.csv")
+    assert export.status_code == 200, export.text
+    return {"page": "BOB-NOTE-5150" in page and "AUDIT-NOTE-7731" in page,
+            "api": "BOB-NOTE-5150" in listing and bool(run["audits"]),
+            "export": "BOB-NOTE-5150" in export.text}
+
+
+def test_reveal_labels_applies_to_run_pages_api_and_exports_alike(app_client, engine):
     from app.annotations.blind import set_revealed
 
     with Session(engine) as s:
         user(s, "bob")
-        set_revealed(s, True)
         s.commit()
     _label_by(engine, "bob", "web-1", "BOB-NOTE-5150")
     login(app_client, "ann")
+    assert _what_annotator_sees(app_client) == {"page": False, "api": False, "export": False}
     page = app_client.get("/runs/web-1").text
-    assert "BOB-NOTE-5150" not in page and "Labels on this run" not in page
+    assert "Labels on this run" not in page and "Machine audits" not in page
+    with Session(engine) as s:
+        set_revealed(s, True)
+        s.commit()
+    assert _what_annotator_sees(app_client) == {"page": True, "api": True, "export": True}
+    page = app_client.get("/runs/web-1").text
+    assert "Labels on this run" in page and "TRUTH-MARKER-4411" not in page  # the demo truth stays admin-only
 
 
 def test_reviewer_sees_labels_on_this_run(app_client, engine):
