@@ -155,7 +155,7 @@ def run_page(request: Request, run_id: str, session: SessionDep, user: PageUser,
     finalize_idle(session)
     recording = is_recording(session, run.run_id)
     view, trace_html = cached_trace(session, run, show_demo_truth=demo_truth_visible_to(user),
-                                    success_threshold=get_settings().success_threshold)
+                                    success_threshold=get_settings().success_threshold, recording=recording)
     tview = taxonomy_view(tax)
     # blind mode: the same rule as the API and exports (reviewers, admins, or everyone once revealed)
     see_others = labels_visible_to(session, user)

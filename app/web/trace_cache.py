@@ -27,10 +27,11 @@ _cache: OrderedDict[tuple, tuple[dict[str, Any], Markup]] = OrderedDict()
 stats = {"hits": 0, "misses": 0}
 
 
-def cached_trace(session: Session, run: Run, *, show_demo_truth: bool, success_threshold: float
-                 ) -> tuple[dict[str, Any], Markup]:
-    """Returns (view model, rendered trace HTML) of `run`, from the cache when its content is unchanged."""
-    key = (run.id, run.content_hash, bool(show_demo_truth), float(success_threshold))
+def cached_trace(session: Session, run: Run, *, show_demo_truth: bool, success_threshold: float,
+                 recording: bool = False) -> tuple[dict[str, Any], Markup]:
+    """Returns (view model, rendered trace HTML) of `run`, from the cache when its content is unchanged.
+    `recording` (a live-captured run still receiving events) shows in the header, so it is part of the key."""
+    key = (run.id, run.content_hash, bool(show_demo_truth), float(success_threshold), bool(recording))
     with _lock:
         hit = _cache.get(key)
         if hit is not None:
@@ -43,7 +44,8 @@ def cached_trace(session: Session, run: Run, *, show_demo_truth: bool, success_t
 
     view = build_trace(runs_service.to_canonical(session, run), show_demo_truth=show_demo_truth,
                        success_threshold=success_threshold)
-    html = Markup(templates.env.get_template("run/trace.html").render(t=view, window=WINDOW, chunk=CHUNK))
+    html = Markup(templates.env.get_template("run/trace.html").render(t=view, window=WINDOW, chunk=CHUNK,
+                                                                          recording=recording))
     with _lock:
         stats["misses"] += 1
         _cache[key] = (view, html)
