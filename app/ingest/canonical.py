@@ -13,6 +13,8 @@ importer yields and everything downstream reads::
      "events": [{"seq", "ts", "kind", "actor", "recipients", "visibility", "content", "data",
                  "parent_seq", "hop", "metadata"}],
      "audits": [{"source", "level", "mode", "agent", "evidence": [int], "note", "metadata"}],
+     "checks": [{"source", "level", "check_id", "passed", "agent", "evidence": [int], "detail",
+                 "metadata"}],   # present only when the run has checks
      "metadata": {}}
 
 Rules applied (the spec is /work/shared/spec/run-format.md):
@@ -54,7 +56,7 @@ PRINCIPAL_KINDS = ("person", "organization")
 SYSTEM_ACTOR = "system"
 
 RUN_KEYS = ("run_id", "scenario", "status", "aggregate_score", "started_at", "ended_at", "principals",
-            "agents", "events", "audits", "metadata")
+            "agents", "events", "audits", "checks", "metadata")
 SCENARIO_KEYS = ("id", "family", "alignment", "title", "description", "metadata")
 PRINCIPAL_KEYS = ("id", "name", "kind", "objective", "constraints", "outcome", "metadata")
 OUTCOME_KEYS = ("success", "score", "metrics")
@@ -62,6 +64,7 @@ AGENT_KEYS = ("id", "principal", "role", "model", "harness", "private_state", "m
 EVENT_KEYS = ("seq", "ts", "kind", "actor", "recipients", "visibility", "content", "data", "parent_seq",
               "hop", "metadata")
 AUDIT_KEYS = ("source", "level", "mode", "agent", "evidence", "note", "metadata")
+CHECK_KEYS = ("source", "level", "check_id", "passed", "agent", "evidence", "detail", "metadata")
 
 
 @dataclass(frozen=True)
@@ -360,7 +363,9 @@ class _Normalizer:
         n_events = len(events)
         audits = [self.audit(a, f"audits[{i}]", agent_ids | principal_ids, n_events)
                   for i, a in enumerate(self.list_of_objects(raw.get("audits"), "audits"))]
-        return {
+        checks = [self.check(c, f"checks[{i}]", agent_ids | principal_ids, n_events)
+                  for i, c in enumerate(self.list_of_objects(raw.get("checks"), "checks"))]
+        out = {
             "run_id": run_id,
             "scenario": scenario,
             "status": status,
@@ -373,6 +378,9 @@ class _Normalizer:
             "audits": audits,
             "metadata": metadata,
         }
+        if checks:  # only when present, so that runs without checks keep their content hash
+            out["checks"] = checks
+        return out
 
     def unique_ids(self, items: list[dict], path: str) -> set[str]:
         seen: dict[str, int] = {}
@@ -507,7 +515,35 @@ class _Normalizer:
         agent = self.opt_str(raw.get("agent"), f"{path}.agent")
         if agent is not None and agent not in known:
             self.fail(f"{path}.agent", f"{agent!r} is not an agent id or principal id of this run")
-        evidence_raw = raw.get("evidence")
+        evidence = self.evidence(raw.get("evidence"), path, n_events)
+        return {
+            "source": self.req_str(raw, "source", f"{path}.source"),
+            "level": self.opt_str(raw.get("level"), f"{path}.level"),
+            "mode": self.req_str(raw, "mode", f"{path}.mode"),
+            "agent": agent,
+            "evidence": evidence,
+            "note": self.opt_str(raw.get("note"), f"{path}.note"),
+            "metadata": metadata,
+        }
+
+    def check(self, raw: dict, path: str, known: set[str], n_events: int) -> dict[str, Any]:
+        metadata = self.obj(raw.get("metadata"), f"{path}.metadata")
+        self.merge_unknown(metadata, raw, CHECK_KEYS, f"{path}.metadata")
+        agent = self.opt_str(raw.get("agent"), f"{path}.agent")
+        if agent is not None and agent not in known:
+            self.fail(f"{path}.agent", f"{agent!r} is not an agent id or principal id of this run")
+        return {
+            "source": self.req_str(raw, "source", f"{path}.source"),
+            "level": self.opt_str(raw.get("level"), f"{path}.level"),
+            "check_id": self.req_str(raw, "check_id", f"{path}.check_id"),
+            "passed": self.opt_bool(raw.get("passed"), f"{path}.passed"),
+            "agent": agent,
+            "evidence": self.evidence(raw.get("evidence"), path, n_events),
+            "detail": self.opt_str(raw.get("detail"), f"{path}.detail"),
+            "metadata": metadata,
+        }
+
+    def evidence(self, evidence_raw: Any, path: str, n_events: int) -> list[int]:
         if evidence_raw is None:
             evidence_raw = []
         if isinstance(evidence_raw, int) and not isinstance(evidence_raw, bool):
@@ -520,15 +556,7 @@ class _Normalizer:
             if s is None or not 0 <= s < n_events:
                 self.fail(f"{path}.evidence[{j}]", f"{s} is not the seq of an event of this run")
             evidence.append(s)
-        return {
-            "source": self.req_str(raw, "source", f"{path}.source"),
-            "level": self.opt_str(raw.get("level"), f"{path}.level"),
-            "mode": self.req_str(raw, "mode", f"{path}.mode"),
-            "agent": agent,
-            "evidence": evidence,
-            "note": self.opt_str(raw.get("note"), f"{path}.note"),
-            "metadata": metadata,
-        }
+        return evidence
 
 
 def normalize_run(obj: Any, location: Location | str | None = None) -> dict[str, Any]:

@@ -19,6 +19,12 @@ class ImportItem:
     error: RunFormatError | None = None
     source: str = ""
     unused_files: list[str] = field(default_factory=list)
+    #: what a lenient reader could not map and kept aside: ``[{location, message, field?}]``
+    warnings: list[dict[str, Any]] = field(default_factory=list)
+    #: audit mode names that match nothing in the taxonomy (name -> count), kept in run metadata
+    unknown_modes: dict[str, int] = field(default_factory=dict)
+    #: further problems of a rejected run, beyond `error` (every problem is reported)
+    more_errors: list[RunFormatError] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -32,13 +38,16 @@ class ReadSummary:
     runs: int = 0
     errors: list[RunFormatError] = field(default_factory=list)
     unused_files: list[str] = field(default_factory=list)
+    warnings: list[dict[str, Any]] = field(default_factory=list)
 
     def add(self, item: ImportItem) -> None:
         if item.run is not None:
             self.runs += 1
         if item.error is not None:
             self.errors.append(item.error)
+            self.errors.extend(item.more_errors)
         self.unused_files.extend(item.unused_files)
+        self.warnings.extend(item.warnings)
 
 
 def item_from_raw(raw: Any, location: Location) -> ImportItem:

@@ -69,8 +69,9 @@ from typing import Any
 
 import yaml
 
-from app.ingest.canonical import EVENT_KINDS, Location, RunFormatError, epoch_to_iso, normalize_run, ts_order
+from app.ingest.canonical import EVENT_KINDS, Location, RunFormatError, epoch_to_iso, ts_order
 from app.ingest.items import ImportItem
+from app.ingest.lenient import normalize_lenient
 
 METADATA_NAMES = ("run.json", "metadata.json", "run_metadata.json", "run.yaml", "run.yml")
 _TOP_NAMES = {
@@ -279,6 +280,7 @@ class _RunDir:
         self.used: set[str] = set()
         self.agents: list[dict] = []
         self.principal_ids: set[str] = set()
+        self.manifest_id: str | None = None
 
     def shown(self, rel: str) -> str:
         return f"{self.shown_dir}/{rel}"
@@ -331,10 +333,18 @@ class _RunDir:
         origins: dict[str, list[Location]] = {}
         try:
             raw = self.assemble(origins)
-            run = normalize_run(raw, Location(self.shown_dir))
+            if raw.get("run_id") == self.dir.name and self.manifest_id:
+                raw["run_id"] = self.manifest_id
+            run, problems = normalize_lenient(raw, Location(self.shown_dir),
+                                              require_events=not isinstance(raw.get("events"), list))
         except RunFormatError as exc:
             return ImportItem(error=self.remap(exc, origins), source=self.shown_dir, unused_files=self.unused())
-        return ImportItem(run=run, source=self.shown_dir, unused_files=self.unused())
+        warnings = []
+        for pr in problems:
+            err = self.remap(RunFormatError(None, pr.message, field=pr.field), origins)
+            warnings.append({"location": str(err.where), "field": pr.field, "message": pr.message,
+                             "run_id": run["run_id"]})
+        return ImportItem(run=run, source=self.shown_dir, unused_files=self.unused(), warnings=warnings)
 
     def remap(self, err: RunFormatError, origins: dict[str, list[Location]]) -> RunFormatError:
         m = _INDEXED_FIELD.match(err.field or "")
@@ -520,8 +530,10 @@ class _RunDir:
                 locs.append(Location(self.shown_dir, pointer=f"events[{i}]"))
         sources = [("events", {}), ("conversation", {"kind": "message", "visibility": "shared"}),
                    ("trajectory", {"visibility": "private"})]
+        n_files = 0
         for role, defaults in sources:
             for rel, param in self.by_role(role):
+                n_files += 1
                 d = dict(defaults)
                 if role == "trajectory" and param:
                     d["actor"] = param
@@ -541,7 +553,7 @@ class _RunDir:
         locs = [locs[i] for i in order]
         self.hops(entries, raw)
         self.artifact_events(entries, locs)
-        if entries or inline is not None:
+        if entries or inline is not None or n_files:
             raw["events"] = entries
         origins["events"] = locs
 
@@ -619,15 +631,46 @@ def _is_sidecar(name: str, filenames: set[str]) -> bool:
 
 
 def iter_tree(root: str | os.PathLike, mapping: str | os.PathLike | dict | Mapping | None = None,
-              display: str | None = None, loose: LooseHandler | None = None) -> Iterator[ImportItem]:
+              display: str | None = None, loose: LooseHandler | None = None,
+              profile: Any = None) -> Iterator[ImportItem]:
     """Yield one ImportItem per run directory under `root` (see the module docstring).
 
     Files outside run directories go to `loose(path, shown_name)`, which returns an iterator of
     items for a file it can read or None; the rest are reported in an item's `unused_files`.
+    `profile` (an `app.ingest.profile.Profile`, a path or a built-in name) says how to read the
+    tree; without one (and without a `mapping`) the profile `a2annotate inspect` infers is used.
+    A root manifest (a ``*manifest*`` file mapping run directories to run ids) is read as a
+    manifest, never as runs. Runs are normalized leniently: what does not map is kept and
+    reported in the item's `warnings`.
     """
+    from app.ingest.profile import load_profile
+
     root_path = Path(root)
     mp = load_mapping(mapping)
     shown_root = display if display is not None else os.fspath(root)
+    if profile is not None:
+        prof = load_profile(profile)
+    elif mp.rules:
+        prof = load_profile("a2annotate")
+    else:
+        from app.ingest.inspect import infer_profile
+
+        prof = infer_profile(root_path)
+    if not prof.builtin_names:
+        yield from _iter_profiled(root_path, prof, shown_root, loose)
+        return
+    from app.ingest.inspect import find_manifest
+    from app.ingest.profiled import read_manifest
+
+    manifest_spec = find_manifest(root_path) if root_path.is_dir() else None
+    manifest: dict[str, dict] = {}
+    if manifest_spec:
+        from app.ingest.profile import Profile
+
+        manifest, _, mwarn = read_manifest(Profile({"profile": 1, "name": "m", "manifest": manifest_spec}),
+                                           root_path, shown_root)
+        if mwarn:
+            yield ImportItem(source=shown_root, warnings=mwarn)
     mapping_abs = os.path.abspath(mp.path) if mp.path else None
     for dirpath, dirnames, filenames in os.walk(root_path):
         dirnames.sort()
@@ -635,7 +678,11 @@ def iter_tree(root: str | os.PathLike, mapping: str | os.PathLike | dict | Mappi
         here = Path(dirpath)
         if is_run_dir(filenames, mp):
             dirnames[:] = []
-            yield _RunDir(root_path, here, shown_root, mp).read()
+            rd = _RunDir(root_path, here, shown_root, mp)
+            entry = manifest.get(here.relative_to(root_path).as_posix())
+            if entry:
+                rd.manifest_id = entry.get("run_id")
+            yield rd.read()
             continue
         unused: list[str] = []
         names = set(filenames)
@@ -645,6 +692,8 @@ def iter_tree(root: str | os.PathLike, mapping: str | os.PathLike | dict | Mappi
             shown = f"{shown_root.rstrip('/')}/{rel}"
             if mapping_abs and os.path.abspath(path) == mapping_abs:
                 continue
+            if manifest_spec and rel == manifest_spec["file"]:
+                continue  # the manifest: read above, never a run
             role = mp.role_of(rel)
             if role and role[0] == "ignore":
                 continue
@@ -658,3 +707,45 @@ def iter_tree(root: str | os.PathLike, mapping: str | os.PathLike | dict | Mappi
         if unused:
             yield ImportItem(source=f"{shown_root.rstrip('/')}/{here.relative_to(root_path).as_posix()}",
                              unused_files=unused)
+
+
+def _iter_profiled(root: Path, prof: Any, shown_root: str, loose: LooseHandler | None) -> Iterator[ImportItem]:
+    from app.ingest.profiled import ProfiledRun, is_marker, load_taxonomy, read_manifest
+
+    manifest, manifest_rel, mwarn = read_manifest(prof, root, shown_root)
+    taxonomy = load_taxonomy((prof.get("audits") or {}).get("taxonomy"))
+    depth = (prof.get("run_dirs") or {}).get("depth")
+    seen: set[str] = set()
+    head_warnings = list(mwarn)
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames.sort()
+        filenames.sort()
+        here = Path(dirpath)
+        rel_dir = here.relative_to(root).as_posix()
+        level = 0 if rel_dir == "." else len(rel_dir.split("/"))
+        is_run = (level == depth) if depth is not None else \
+            (here != root and any(is_marker(prof, fn) for fn in filenames))
+        if is_run:
+            dirnames[:] = []
+            seen.add(rel_dir)
+            yield ProfiledRun(prof, root, here, shown_root, manifest, taxonomy).read()
+            continue
+        unused: list[str] = []
+        for fn in filenames:
+            path = here / fn
+            rel = path.relative_to(root).as_posix()
+            shown = f"{shown_root.rstrip('/')}/{rel}"
+            if rel == manifest_rel:
+                continue
+            items = loose(path, shown) if loose is not None else None
+            if items is None:
+                unused.append(shown)
+            else:
+                yield from items
+        if unused:
+            yield ImportItem(source=f"{shown_root.rstrip('/')}/{rel_dir}", unused_files=unused)
+    for rel in sorted(set(manifest) - seen):
+        head_warnings.append({"location": f"{shown_root.rstrip('/')}/{manifest_rel}",
+                              "message": f"the manifest lists {rel!r}, which is no run directory of this tree"})
+    if head_warnings:
+        yield ImportItem(source=shown_root, warnings=head_warnings)

@@ -172,7 +172,7 @@ def _write_run_dir(run: dict, d: Path) -> None:
         _write_lines(d / "conversation.jsonl", conversation)
     for name, rows in trajectories.items():
         _write_lines(d / "trajectories" / f"{name}.jsonl", rows)
-    if other:
+    if other or not run["events"]:  # an empty events.jsonl says "this run has no events"
         _write_lines(d / "events.jsonl", other)
     if hops:
         _write_lines(d / "hops.jsonl", hops)
