@@ -20,6 +20,7 @@ COMMANDS = [
     ("app.cli.export", "export"),
     ("app.cli.report", "report"),
     ("app.cli.agreement", "agreement"),
+    ("app.cli.inspect", "inspect_cmd"),
 ]
 
 

@@ -303,9 +303,13 @@ def path_template(rels: list[str]) -> str | None:
 
 
 def _pattern(rel: str, varying_stems: set[str]) -> str:
+    """A file's glob: top-level files by name; files in a subdirectory by ``dir/*.ext`` (their
+    names are agents, artifacts...), except audit levels (``l0_checks.jsonl``), kept by name."""
     parts = rel.split("/")
     if len(parts) > 1:
         stem, ext = os.path.splitext(parts[-1])
+        if re.search(r"(^|[_-])l[0-2]([_-]|$)", stem.lower()):
+            return rel
         return "/".join(parts[:-1] + [f"*{ext}"])
     return rel
 
@@ -392,6 +396,10 @@ def _classify(group: FileGroup, sample_names: list[str]) -> tuple[str | None, st
     roles = {str(r.get("role")).lower() for r in recs if "role" in r}
     if roles and roles <= _CHAT_ROLES and "/" in pat:
         return "trajectory", None
+    checkish = keys & set(CHECK_SYNONYMS["check_id"][:5]) and keys & set(CHECK_SYNONYMS["passed"])
+    modeish = keys & (set(JUDGE_SYNONYMS["mode"][:8]) | {"verdict"})
+    if checkish and modeish and "/" not in pat or "audit" in stem and "/" not in pat:
+        return "audits", None
     if any(w in stem for w in ("check", "l0", "l1")) or (keys & set(CHECK_SYNONYMS["check_id"][:5])
                                                          and keys & set(CHECK_SYNONYMS["passed"][:4])
                                                          and not keys & set(JUDGE_SYNONYMS["mode"][:6])):
@@ -570,6 +578,9 @@ def _build_profile(ins: Inspection, root: Path, markers: list[str], taxonomy: An
                 table, unknown = _vocab(seen, words, canon or ("message", "tool_call", "tool_result",
                                                                "state_update", "artifact", "discovery",
                                                                "delegation", "log"))
+                if fld == "kind" and role == "events":  # harness event types: log events, type kept
+                    table.update({u: "log" for u in unknown})
+                    unknown = []
                 if table:
                     values.setdefault(fld, {}).update(table)
                 ins.unmapped.extend(f"{fld} value {u!r} ({role})" for u in unknown)
@@ -749,7 +760,7 @@ def _metrics_spec(sample: list, roles: set[str], msample: list, agents: dict | N
         pref = [k for k in nums if re.search(r"surplus|score|utility|capture|payoff|profit|value", k)]
         if pref or nums:
             rule["score"] = (pref or nums)[0]
-        bools = [k for k in own if isinstance(flat[k], bool) and re.search(r"success|ok|won|met|satisf", k)]
+        bools = [k for k in own if isinstance(flat[k], bool) and re.search(r"success|ok|won|met|satisf|closed|deal|achieved|reached", k)]
         conditions = []
         if bools:
             rule["success"] = bools[0]

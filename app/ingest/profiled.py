@@ -13,11 +13,12 @@ import fnmatch
 import json
 import mimetypes
 import os
+import re
 from collections import Counter
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from app.ingest.canonical import STATUSES, Location, RunFormatError, ts_key
+from app.ingest.canonical import STATUSES, Location, RunFormatError, epoch_to_iso, ts_key, ts_order
 from app.ingest.items import ImportItem
 from app.ingest.lenient import normalize_lenient
 from app.ingest.profile import Profile, dotted_get, dotted_pop, fill, key_candidates
@@ -109,8 +110,6 @@ def parse_path(template: str | None, rel: str) -> dict[str, str] | None:
     separated by literal text (``{scenario}__r{repetition}``). None when it does not fit."""
     if not template:
         return {}
-    import re
-
     parts = [p for p in rel.split("/") if p]
     tparts = [p for p in template.split("/") if p]
     if len(parts) != len(tparts):
@@ -249,7 +248,10 @@ class ProfiledRun:
         try:
             raw = self.assemble(origins)
             run, problems = normalize_lenient(raw, Location(self.shown_dir))
-        except RunFormatError as exc:
+        except (RunFormatError, ValueError, TypeError, KeyError, AttributeError, OSError) as exc:
+            if not isinstance(exc, RunFormatError):  # a layout this reader did not foresee: this run only
+                exc = RunFormatError(None, f"cannot read this run directory with profile {self.p.name!r}: "
+                                           f"{type(exc).__name__}: {exc}")
             err = exc if exc.where.file else RunFormatError(Location(self.shown_dir), exc.message,
                                                             run_id=exc.run_id, field=exc.field)
             return ImportItem(error=err, source=self.shown_dir, unused_files=self.unused(),
@@ -270,8 +272,6 @@ class ProfiledRun:
         return out
 
     def origin(self, field: str | None, origins: dict[str, list[Location]]) -> str:
-        import re
-
         m = re.match(r"^(events|checks|audits)\[(\d+)\]", field or "")
         if m and m[1] in origins and int(m[2]) < len(origins[m[1]]):
             return str(origins[m[1]][int(m[2])])
@@ -322,8 +322,8 @@ class ProfiledRun:
                 run_meta["metadata_run_id"] = meta_run_id
         elif meta_run_id:
             raw["run_id"] = meta_run_id
-        elif self.p.get("run_id") and fill(self.p["run_id"], fields):
-            raw["run_id"] = fill(self.p["run_id"], fields)
+        elif self.p.get("run_id") and fill(self.p.get("run_id"), fields):
+            raw["run_id"] = fill(self.p.get("run_id"), fields)
         else:
             raw["run_id"] = self.dir.name if self.rel_dir != "." else None
         if fields:
@@ -404,12 +404,12 @@ class ProfiledRun:
                     sc["title"] = first[2:].strip()
         parents = list(PurePosixPath(self.rel_dir).parts[:-1])
         if "id" not in sc:
-            sid = fill(self.p["scenario_id"], fields) if self.p.get("scenario_id") else None
+            sid = fill(self.p.get("scenario_id"), fields) if self.p.get("scenario_id") else None
             if sid is None and fields.get("scenario") and fields.get("family"):
                 sid = f"{fields['family']}/{fields['scenario']}"
             sc["id"] = sid or ("/".join(parents) if parents else None)
         if "family" not in sc:
-            fam = fields.get("family") or (fill(self.p["family"], fields) if self.p.get("family") else None)
+            fam = fields.get("family") or (fill(self.p.get("family"), fields) if self.p.get("family") else None)
             sc["family"] = fam or (parents[0] if parents else None)
         return doc
 
@@ -449,6 +449,9 @@ class ProfiledRun:
                         role = str(v)
                 values = {"key": key, "role": role, **{k: v for k, v in entry.items() if _scalar(v)}}
                 aid = fill(spec.get("id", "{role}"), values) or role
+                m = re.fullmatch(r"\{(\w+)\}", spec.get("id", "{role}"))
+                if m and m[1] in entry:
+                    entry.pop(m[1])
                 a: dict[str, Any] = {"id": aid, "role": role}
                 for name in ("model", "harness"):
                     if spec.get(name):
@@ -573,6 +576,8 @@ class ProfiledRun:
             idx.sort(key=lambda i: (tss[i], entries[i][2]))
         elif entries and all(isinstance(t, (int, float)) and not isinstance(t, bool) for t in turns):
             idx.sort(key=lambda i: (turns[i], entries[i][2]))
+        elif any(t is not None for t in tss):  # some without a time: each follows its predecessor
+            idx = ts_order([e[0].get("ts") if isinstance(e[0].get("ts"), str) else None for e in entries])
         ordered = [entries[i] for i in idx]
         turn_seq: dict[int, int] = {}
         best_rank: dict[int, int] = {}
@@ -646,9 +651,15 @@ class ProfiledRun:
         f, pt = self.take(obj, role, "parent_turn")
         if f:
             ev["_parent_turn"] = pt
-        ev.pop("seq", None)  # seqs are assigned from the order below (originals kept)
+        if "seq" in ev:  # seqs are assigned from the order below (the original is kept)
+            ev.setdefault("metadata", {})["original_seq"] = ev.pop("seq")
+        if isinstance(ev.get("ts"), (int, float)) and not isinstance(ev["ts"], bool):
+            ev["ts"] = epoch_to_iso(float(ev["ts"]))
         if "kind" in ev:
-            ev["kind"] = self.vocab("kind", ev["kind"])
+            mapped = self.vocab("kind", ev["kind"])
+            if mapped == "log" and mapped != ev["kind"]:
+                ev.setdefault("metadata", {})["original_kind"] = ev["kind"]
+            ev["kind"] = mapped
         if "visibility" in ev:
             ev["visibility"] = self.vocab("visibility", ev["visibility"])
         if "actor" in ev:
@@ -901,6 +912,9 @@ class ProfiledRun:
         item["evidence"] = self.evidence(obj, "checks", turn_seq, loc, meta)
         for k, v in defaults.items():
             item.setdefault(k, v)
+        if item.get("level") is None and level is None and isinstance(item.get("check_id"), str):
+            m = re.match(r"^(L[0-2])\b", item["check_id"], re.I)  # check ids such as "L1.no_pii"
+            level = m[1].upper() if m else None
         item.setdefault("level", level)
         item.setdefault("source", stem)
         meta.update(obj)
