@@ -294,14 +294,20 @@ def normalize_lenient(raw: Any, location: Location | str | None = None, *,
     shape does), or a problem nothing can repair."""
     if not isinstance(raw, dict):
         return normalize_run(raw, location), []
+    rid = raw.get("run_id")
+    early: list[Problem] = []
+    if isinstance(rid, int) and not isinstance(rid, bool):
+        raw = {**raw, "run_id": str(rid)}
+        rid = raw["run_id"]
+        early.append(Problem("run_id", f"run id {rid} is a number; stored as the text {rid!r}"))
+    if not (isinstance(rid, str) and rid.strip()):
+        raise RunFormatError(location, "no run id: this cannot be a run", field="run_id")
     events = raw.get("events")
     if not isinstance(events, list) or (require_events and not events):
-        rid = raw.get("run_id") if isinstance(raw.get("run_id"), str) else None
-        if not (isinstance(raw.get("run_id"), str) and raw["run_id"].strip()):
-            raise RunFormatError(location, "no run id: this cannot be a run", field="run_id")
         raise RunFormatError(location, "no events: this cannot be a run", run_id=rid, field="events")
     work = copy.copy(raw)  # nested objects are repaired in place: pass a record built for this
     fixer = _Repairer(work)
+    fixer.warnings.extend(early)
     seen: dict[str, int] = {}
     for _ in range(MAX_REPAIRS):
         try:

@@ -62,6 +62,7 @@ def get_run(run_id: str, session: SessionDep, user: ApiUser) -> dict[str, Any]:
         canon["metadata"].pop("demo_truth", None)
     if not labels_visible_to(session, user):
         canon["audits"] = []
+        canon.pop("checks", None)
     return canon
 
 
