@@ -192,6 +192,7 @@ class ProfiledRun:
         self.agent_by_name: dict[str, str] = {}
         self.agents: list[dict] = []
         self.principals: list[dict] = []
+        self.leftover: Counter = Counter()
 
     # -- helpers
     def shown(self, rel: str) -> str:
@@ -369,6 +370,9 @@ class ProfiledRun:
         if logs:
             self.used.update(logs)
             run_meta["harness_logs"] = logs
+        if meta:
+            self.warn(", ".join(meta_locs) or self.shown_dir,
+                      "keys not mapped, kept in run metadata: " + ", ".join(sorted(meta)))
         for k, v in meta.items():  # whatever the metadata files hold that was not mapped
             if k in run_meta:
                 run_meta.setdefault("run_metadata", {})[k] = v
@@ -841,6 +845,7 @@ class ProfiledRun:
                 except RunFormatError as exc:
                     self.warn(exc.location, f"file not read: {exc.message}")
                     continue
+                self.leftover: Counter = Counter()
                 for obj, loc in recs:
                     if not isinstance(obj, dict):
                         self.warn(loc, "an audit record must be an object; kept in metadata.unmapped_audits")
@@ -864,6 +869,9 @@ class ProfiledRun:
                                                   audited_by, unmapped_audits, spec):
                             audits.append(item)
                             alocs.append(loc)
+                if self.leftover:
+                    keys = ", ".join(f"{k} ({n})" for k, n in sorted(self.leftover.items()))
+                    self.warn(self.shown(rel), f"keys not mapped, kept in each record's metadata: {keys}")
         if audited_by:
             raw["metadata"]["audited_by"] = sorted(set(audited_by))
         if unmapped_audits:
@@ -917,6 +925,7 @@ class ProfiledRun:
             level = m[1].upper() if m else None
         item.setdefault("level", level)
         item.setdefault("source", stem)
+        self.leftover.update(obj)
         meta.update(obj)
         item["metadata"] = meta
         return item
@@ -939,6 +948,7 @@ class ProfiledRun:
         base["evidence"] = self.evidence(obj, "judgments", turn_seq, loc, meta)
         fm, modes = self.take(obj, "judgments", "mode")
         fv, verdict = self.take(obj, "judgments", "verdict")
+        self.leftover.update(obj)
         meta.update(obj)
         if fv:
             meta["verdict"] = verdict
