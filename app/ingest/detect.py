@@ -6,9 +6,9 @@
 ``body``, ``type: run_context|agent_card`` or an agent card -> "wire"; any other object (a run,
 with ``run_id``) -> "canonical". A pretty-printed single object is sniffed by its top-level keys.
 
-Directories: run directories go to the tree reader; every other file is sniffed and, when it is
-canonical or wire data, read as such (so a directory written by `write_files` reads back); the
-rest is reported as unused.
+Directories: run directories go to the tree reader (with the import profile given, or the one
+inferred for the tree); every other file is sniffed and, when it is canonical or wire data, read
+as such (so a directory written by `write_files` reads back); the rest is reported as unused.
 """
 from __future__ import annotations
 

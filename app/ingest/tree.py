@@ -53,6 +53,17 @@ above, ``trajectory:<agent>``, ``audits:<level>``, and ``ignore`` (deliberately 
 Every file that nobody read is reported in `ImportItem.unused_files`. Files outside run
 directories are handed to a `loose` callback (the dispatcher imports canonical/wire files found
 there); those it cannot read are reported as unused too.
+
+Trees are read leniently (`app.ingest.lenient`): a run is rejected only when it has no id or no
+events; anything else that does not map is kept (``metadata``, ``original_<key>``, ``log``
+events) and listed in `ImportItem.warnings` with its file and line. A root manifest
+(``*manifest*``/``*index*`` JSON whose records map run-directory paths to run ids) is read as a
+manifest (the run id of a directory whose metadata gives none), never as runs.
+
+Import profiles (`app.ingest.profile`, docs/importing.md) describe other layouts; the names
+above are the built-in profile ``a2annotate``. `iter_tree(..., profile=None)` uses the profile
+`app.ingest.inspect.infer_profile` infers (this module's names when the tree uses them), and a
+profile that is not the built-in one is read by `app.ingest.profiled`.
 """
 from __future__ import annotations
 
@@ -281,6 +292,10 @@ class _RunDir:
         self.agents: list[dict] = []
         self.principal_ids: set[str] = set()
         self.manifest_id: str | None = None
+        self.warnings: list[dict] = []
+
+    def warn(self, where: Location | str, message: str) -> None:
+        self.warnings.append({"location": str(where), "message": message})
 
     def shown(self, rel: str) -> str:
         return f"{self.shown_dir}/{rel}"
@@ -339,7 +354,7 @@ class _RunDir:
                                               require_events=not isinstance(raw.get("events"), list))
         except RunFormatError as exc:
             return ImportItem(error=self.remap(exc, origins), source=self.shown_dir, unused_files=self.unused())
-        warnings = []
+        warnings = [dict(w, run_id=run["run_id"]) for w in self.warnings]
         for pr in problems:
             err = self.remap(RunFormatError(None, pr.message, field=pr.field), origins)
             warnings.append({"location": str(err.where), "field": pr.field, "message": pr.message,
@@ -472,13 +487,16 @@ class _RunDir:
         if not outcomes:
             return
         if not isinstance(principals, list):
-            raise RunFormatError(Location(self.shown(rel)), "outcomes given but the run has no principals",
-                                 field="outcomes")
+            principals = []
         by_id = {p.get("id"): i for i, p in enumerate(principals) if isinstance(p, dict)}
         for pid, outcome in outcomes.items():
             if pid not in by_id:
-                raise RunFormatError(Location(self.shown(rel)), f"{pid!r} is not a principal of this run",
-                                     field=f"outcomes.{pid}")
+                self.warn(Location(self.shown(rel)), f"outcomes.{pid}: {pid!r} is not a principal of this run; "
+                                                     f"kept in metadata.unmapped_outcomes")
+                meta = raw.get("metadata")
+                if isinstance(meta, dict):
+                    meta.setdefault("unmapped_outcomes", {})[pid] = outcome
+                continue
             p = dict(principals[by_id[pid]])
             p["outcome"] = outcome
             principals[by_id[pid]] = p
@@ -564,8 +582,9 @@ class _RunDir:
             for obj, loc in self.records(rel, ("hops",)):
                 if isinstance(obj, dict) and "seq" in obj and "hop" in obj:
                     if obj["seq"] not in by_seq:
-                        raise RunFormatError(loc, f"hop given for seq {obj['seq']!r}, which no event has",
-                                             field="seq")
+                        self.warn(loc, f"hop given for seq {obj['seq']!r}, which no event has; kept in metadata.hops")
+                        extra.append(obj)
+                        continue
                     by_seq[obj["seq"]]["hop"] = obj["hop"]
                 else:
                     extra.append(obj)

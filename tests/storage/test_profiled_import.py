@@ -136,3 +136,20 @@ def test_a_root_manifest_is_never_read_as_runs(engine, tmp_path):
     summary = import_paths(engine, [str(tmp_path)])
     assert (summary.imported, summary.rejected) == (2, 0)
     shutil.rmtree(tmp_path)
+
+
+def test_run_page_shows_checks_to_reviewers_only(engine, trees):
+    from tests.web.helpers import login, user
+
+    import_paths(engine, [str(trees["episodes"]["root"])])
+    with Session(engine) as s:
+        user(s, "ann")
+        user(s, "rev", "reviewer")
+        s.commit()
+    c = TestClient(create_app(engine))
+    login(c, "rev")
+    page = c.get("/runs/ep-000-renewal").text
+    assert "L1.no_floor_disclosure" in page and "FAIL" in page and "Checks" in page
+    c2 = TestClient(create_app(engine))
+    login(c2, "ann")
+    assert "L1.no_floor_disclosure" not in c2.get("/runs/ep-000-renewal").text
