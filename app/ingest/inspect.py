@@ -384,6 +384,10 @@ def _classify(group: FileGroup, sample_names: list[str]) -> tuple[str | None, st
     if pat.endswith((".log",)) or "log" in stem and not pat.endswith((".json", ".jsonl")):
         return "log", None
     if top in ("artifacts", "artifact", "files", "attachments", "outputs") and "/" in pat:
+        recs_keys = {k.lower() for k in group.keys}
+        if pat.endswith((".json", ".jsonl")) and recs_keys & {"file", "path", "filename", "name"} \
+                and recs_keys & {"turn", "turn_id", "at_turn"}:
+            return "artifact_index", None
         return "artifact", None
     if pat.endswith((".md", ".txt")):
         if any(w in stem for w in ("scenario", "task", "brief", "readme", "description", "prompt")):
@@ -590,6 +594,13 @@ def _build_profile(ins: Inspection, root: Path, markers: list[str], taxonomy: An
                                    {"kind": "message", "actor": "agent"} if r.lower() == "assistant" else
                                    {"kind": "message", "actor": "system"})
                                for r in sorted(chat_roles)}
+    akeys, asamp = merged("artifact_index")
+    if asamp:
+        m = _map_keys(akeys, {"file": ("file", "path", "filename", "name"), "turn": ("turn", "turn_id", "at_turn"),
+                              "actor": ("filed_by", "actor", "by", "author", "agent", "owner"),
+                              "visibility": ("visibility", "scope")}, asamp)
+        if m:
+            keys["artifact_index"] = m
     # hops, checks, judgments
     hkeys, hsample = merged("hops")
     if hsample:

@@ -22,9 +22,9 @@ from jsonschema import Draft202012Validator
 PROFILE_DIR = Path(__file__).resolve().parent / "profiles"
 FILE_ROLES = ("metadata", "scenario", "scenario_text", "principals", "agents", "events", "conversation",
               "trajectory", "hops", "metrics", "checks", "judgments", "audits", "private_state", "artifact",
-              "log", "ignore")
+              "artifact_index", "log", "ignore")
 RECORD_ROLES = ("metadata", "scenario", "events", "conversation", "trajectory", "hops", "metrics", "checks",
-                "judgments")
+                "judgments", "artifact_index")
 #: canonical fields a role's `keys` may name
 ROLE_FIELDS = {
     "metadata": ("run_id", "status", "started_at", "ended_at", "aggregate_score", "family", "scenario_id",
@@ -37,6 +37,7 @@ ROLE_FIELDS = {
                "mode"),
     "judgments": ("mode", "verdict", "level", "agent", "evidence", "evidence_turns", "note", "source"),
     "metrics": ("aggregate_score", "status"),
+    "artifact_index": ("file", "turn", "actor", "visibility"),
 }
 ROLE_FIELDS["conversation"] = ROLE_FIELDS["events"]
 ROLE_FIELDS["trajectory"] = ROLE_FIELDS["events"]

@@ -583,6 +583,7 @@ class ProfiledRun:
         elif any(t is not None for t in tss):  # some without a time: each follows its predecessor
             idx = ts_order([e[0].get("ts") if isinstance(e[0].get("ts"), str) else None for e in entries])
         ordered = [entries[i] for i in idx]
+        ordered = self.indexed_artifacts(ordered)
         turn_seq: dict[int, int] = {}
         best_rank: dict[int, int] = {}
         events, locs = [], []
@@ -713,6 +714,59 @@ class ProfiledRun:
                     extra.append({**obj, **({"hop": hop} if fh else {}), **({"turn": turn} if ft else {})})
         if extra:
             raw["metadata"].setdefault("hops", []).extend(extra)
+
+    def artifact_event(self, rel: str) -> dict:
+        self.used.add(rel)
+        path = self.dir / rel
+        size = path.stat().st_size
+        content = None
+        if size <= MAX_INLINE_ARTIFACT:
+            try:
+                content = path.read_bytes().decode("utf-8")
+            except UnicodeDecodeError:
+                content = None
+        return {"kind": "artifact", "actor": "system", "visibility": "private", "content": content,
+                "data": {"path": rel, "size": size, "media_type": mimetypes.guess_type(rel)[0]}}
+
+    def indexed_artifacts(self, ordered: list[tuple[dict, Location, int]]) -> list[tuple[dict, Location, int]]:
+        """Artifacts listed in an ``artifact_index`` file (file, turn, actor): each becomes an
+        artifact event placed right after the event of its turn."""
+        for rel, _ in self.by_role("artifact_index"):
+            try:
+                recs = self.records(rel, "artifact_index")
+            except RunFormatError as exc:
+                self.warn(exc.location, f"file not read: {exc.message}")
+                continue
+            base = rel.rsplit("/", 1)[0] + "/" if "/" in rel else ""
+            for obj, loc in recs:
+                if not isinstance(obj, dict):
+                    continue
+                obj = dict(obj)
+                f, name = self.take(obj, "artifact_index", "file")
+                target = next((c for c in (f"{base}{name}", str(name)) if f and c in self.files), None)
+                if target is None:
+                    self.warn(loc, f"artifact {name!r} is not a file of this run directory; not used")
+                    continue
+                ev = self.artifact_event(target)
+                fa, actor = self.take(obj, "artifact_index", "actor")
+                if fa and actor is not None:
+                    ev["actor"] = self.resolve(actor)
+                fv, vis = self.take(obj, "artifact_index", "visibility")
+                if fv:
+                    ev["visibility"] = self.vocab("visibility", vis)
+                ft, turn = self.take(obj, "artifact_index", "turn")
+                if obj:
+                    ev["metadata"] = dict(obj)
+                pos = len(ordered)
+                if ft:
+                    ev.setdefault("metadata", {})["turn"] = turn
+                    hits = [i for i, (e, _, _) in enumerate(ordered) if e.get("_turn") == turn]
+                    if hits:
+                        pos = hits[-1] + 1
+                    else:
+                        self.warn(loc, f"artifact refers to turn {turn!r}, which no event has; placed last")
+                ordered.insert(pos, (ev, loc, 9))
+        return ordered
 
     def artifacts(self, events: list[dict], locs: list[Location]) -> None:
         for rel, _ in self.by_role("artifact"):

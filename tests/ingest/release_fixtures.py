@@ -129,6 +129,8 @@ def build_release(root: Path, n_runs: int = 4) -> dict:
         (d / "harness.log").write_text("INFO start\nINFO end\n", encoding="utf-8")
         (d / "artifacts").mkdir(exist_ok=True)
         (d / "artifacts" / "final_contract.txt").write_text("MUTUAL NDA ...\n", encoding="utf-8")
+        (d / "artifacts" / "redline_v1.txt").write_text("- clause 4\n+ clause 4 (capped)\n", encoding="utf-8")
+        _w(d / "artifacts" / "index.json", [{"file": "redline_v1.txt", "turn": 2, "filed_by": "reviewer"}])
         runs.append({"run_id": original, "dir": canon, "violations": bool(violations)})
     _w(root / "export_manifest.json", {"schema": "a2f-export/1", "runs": manifest})
     (root / "README.txt").write_text("Synthetic release-style tree for tests.\n", encoding="utf-8")

@@ -65,6 +65,10 @@ def test_release_layout_manifest_paths_turns_and_verdicts(trees):
     shared = [e for e in first["events"] if e["visibility"] == "shared"]
     assert [e["content"] for e in shared][:2] == ["Here is our draft NDA.", "We need a liability cap."]
     assert [e["hop"] for e in shared] == [1, 1, 2]  # hops.jsonl refers to turns
+    # an artifact index refers to turns: the artifact follows the event of its turn, filed by its agent
+    (red,) = [e for e in first["events"] if e["kind"] == "artifact" and e["data"]["path"].endswith("redline_v1.txt")]
+    turn2 = next(e for e in first["events"] if e["metadata"].get("turn") == 2 and e["visibility"] == "shared")
+    assert (red["seq"], red["actor"], red["content"]) == (turn2["seq"] + 1, "reviewer", "- clause 4\n+ clause 4 (capped)\n")
     harness = [e for e in first["events"] if e["actor"] == "system" and e["kind"] == "log"]
     assert {e["metadata"]["original_kind"] for e in harness} == {"turn_start", "episode_end"}
     # "no failure" verdict -> an explicit no-failure annotation by that judge (audited_by)
