@@ -16,7 +16,15 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from app.ingest.canonical import Location, RunFormatError, normalize_run
+from app.ingest.canonical import (
+    EVENT_KINDS,
+    SYSTEM_ACTOR,
+    VISIBILITIES,
+    Location,
+    RunFormatError,
+    normalize_run,
+    parse_ts,
+)
 
 _TOKEN = re.compile(r"([^.\[\]]+)|\[(\d+)\]")
 MAX_REPAIRS = 5000
@@ -98,6 +106,65 @@ class _Repairer:
         if not isinstance(um, dict):
             um = meta["unmapped"] = {}
         return "metadata.unmapped." + _keep(um, key, value)
+
+    def prepass(self) -> None:
+        """Repair the common event problems of every event in one pass (so that a long run with
+        many of them does not cost one normalization per problem); the rest is left to `repair`."""
+        raw = self.raw
+        known = {SYSTEM_ACTOR}
+        for key in ("agents", "principals"):
+            items = raw.get(key)
+            if isinstance(items, list):
+                known |= {x["id"] for x in items if isinstance(x, dict) and isinstance(x.get("id"), str)}
+        agents = raw.get("agents")
+        if isinstance(agents, list):  # principals that agents name are added by `repair`
+            known |= {a["principal"] for a in agents if isinstance(a, dict) and isinstance(a.get("principal"), str)}
+        for i, ev in enumerate(raw.get("events") or []):
+            if not isinstance(ev, dict):
+                continue
+            path = f"events[{i}]"
+            kind = ev.get("kind")
+            if kind is None:
+                ev["kind"] = "log"
+                self.warn(f"{path}.kind", "event has no kind; stored as a log event")
+            elif not (isinstance(kind, str) and kind in EVENT_KINDS):
+                _keep(_meta(ev), "original_kind", ev.pop("kind"))
+                ev["kind"] = "log"
+                self.warn(f"{path}.kind", f"must be one of {', '.join(EVENT_KINDS)}, got {_short(kind)}; "
+                                          "stored as a log event (kept in metadata.original_kind)")
+            vis = ev.get("visibility")
+            if vis is not None and vis not in VISIBILITIES:
+                _keep(_meta(ev), "original_visibility", ev.pop("visibility"))
+                self.warn(f"{path}.visibility", f"must be one of {', '.join(VISIBILITIES)}, got {_short(vis)}; "
+                                                "kept in metadata.original_visibility")
+            content = ev.get("content")
+            if content is not None and not isinstance(content, str):
+                _keep(_meta(ev), "original_content", ev.pop("content"))
+                self.warn(f"{path}.content", "must be a string or null; kept in metadata.original_content")
+            ts = ev.get("ts")
+            if isinstance(ts, str):
+                try:
+                    parse_ts(ts)
+                except ValueError:
+                    _keep(_meta(ev), "original_ts", ev.pop("ts"))
+                    self.warn(f"{path}.ts", f"not an ISO 8601 timestamp: {_short(ts)}; kept in metadata.original_ts")
+            actor = ev.get("actor")
+            if actor is None:
+                ev["actor"] = SYSTEM_ACTOR
+                self.warn(f"{path}.actor", "event names no actor; attributed to 'system' (the harness)")
+            elif not (isinstance(actor, str) and actor in known):
+                _keep(_meta(ev), "original_actor", ev.pop("actor"))
+                ev["actor"] = SYSTEM_ACTOR
+                self.warn(f"{path}.actor", f"{_short(actor)} is not an agent id, a principal id or 'system'; "
+                                           "attributed to 'system' (kept in metadata.original_actor)")
+            rec = ev.get("recipients")
+            if isinstance(rec, list) and any(not (isinstance(r, str) and r in known) for r in rec):
+                bad = [r for r in rec if not (isinstance(r, str) and r in known)]
+                ev["recipients"] = [r for r in rec if isinstance(r, str) and r in known]
+                _meta(ev).setdefault("unknown_recipients", []).extend(bad)
+                self.warn(f"{path}.recipients", f"{', '.join(_short(b) for b in bad)} not an agent id, a principal "
+                                                "id or 'system'; dropped from recipients (kept in "
+                                                "metadata.unknown_recipients)")
 
     def repair(self, err: RunFormatError) -> bool:
         """Fix the field `err` names; False when the run cannot be a run (or nothing to fix)."""
@@ -308,6 +375,7 @@ def normalize_lenient(raw: Any, location: Location | str | None = None, *,
     work = copy.copy(raw)  # nested objects are repaired in place: pass a record built for this
     fixer = _Repairer(work)
     fixer.warnings.extend(early)
+    fixer.prepass()
     seen: dict[str, int] = {}
     for _ in range(MAX_REPAIRS):
         try:

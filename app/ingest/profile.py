@@ -178,6 +178,28 @@ def validation_problems(data: Any) -> list[str]:
     return out
 
 
+def _semantic_problems(data: dict) -> list[str]:
+    import re
+    import string
+
+    out = []
+    for key in ("path", "scenario_id", "run_id", "family"):
+        t = data.get(key)
+        if not isinstance(t, str):
+            continue
+        try:
+            names = [f for _, f, _, _ in string.Formatter().parse(t) if f is not None]
+        except ValueError as exc:
+            out.append(f"{key}: not a valid template ({exc})")
+            continue
+        bad = [n for n in names if not re.fullmatch(r"\w+", n)]
+        if bad:
+            out.append(f"{key}: placeholders must be plain names like {{scenario}}, got {bad[0]!r}")
+        if key == "path" and len(set(names)) != len(names):
+            out.append("path: a field appears twice in the template")
+    return out
+
+
 def builtin_profile_names() -> list[str]:
     """Names of the profiles shipped in app/ingest/profiles/."""
     return sorted(p.stem for p in PROFILE_DIR.glob("*.yaml"))
@@ -207,6 +229,8 @@ def load_profile(source: str | os.PathLike | dict | Profile) -> Profile:
         except (OSError, yaml.YAMLError) as exc:
             raise ProfileError(f"{where}: cannot read it: {exc}") from None
     problems = validation_problems(data)
+    if not problems:
+        problems = _semantic_problems(data)
     if problems:
         raise ProfileError(f"{where}: " + "; ".join(problems))
     return Profile(spec=data, path=path)
@@ -264,7 +288,7 @@ def fill(template: str, fields: dict[str, Any]) -> str | None:
     """``{name}`` placeholders filled from `fields`; None when one is missing."""
     try:
         return template.format_map(_Strict(fields))
-    except KeyError:
+    except (KeyError, ValueError, IndexError, AttributeError):
         return None
 
 

@@ -652,7 +652,7 @@ class ProfiledRun:
                 ev.setdefault("metadata", {})[f"original_{name}"] = v
         f, turn = self.take(obj, role, "turn")
         if f:
-            ev["_turn"] = turn
+            ev["_turn"] = _as_turn(turn)
         f, pt = self.take(obj, role, "parent_turn")
         if f:
             ev["_parent_turn"] = pt
@@ -702,6 +702,7 @@ class ProfiledRun:
                 fh, hop = self.take(obj, "hops", "hop")
                 ft, turn = self.take(obj, "hops", "turn")
                 fs, seq = self.take(obj, "hops", "seq")
+                turn = _as_turn(turn)
                 if ft and not fs:
                     seq = turn_seq.get(turn) if isinstance(turn, int) else None
                     if seq is None:
@@ -941,6 +942,7 @@ class ProfiledRun:
         if f:
             bad = []
             for t in turns if isinstance(turns, list) else [turns]:
+                t = _as_turn(t)
                 if isinstance(t, int) and not isinstance(t, bool) and t in turn_seq:
                     out.append(turn_seq[t])
                 else:
@@ -1039,6 +1041,15 @@ class ProfiledRun:
             return self.taxonomy.mode(name2)["code"]
         except LookupError:
             return None
+
+
+def _as_turn(value: Any) -> Any:
+    """A turn number given as text (``"3"``) is the number 3; anything else is left as it is."""
+    if isinstance(value, str) and value.strip().isascii() and value.strip().isdigit():
+        return int(value.strip())
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
 
 
 def _mentions(item: Any, names: set[str]) -> bool:

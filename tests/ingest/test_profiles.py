@@ -200,9 +200,14 @@ def test_lenient_reports_every_problem_and_rejects_only_non_runs():
            "agents": [{"id": "a"}],
            "events": [{"kind": "say", "actor": "a", "visibility": "internal"}, {"kind": "message", "actor": "zed"}]}
     run, problems = normalize_lenient(raw, "x.json")
-    assert [p.field for p in problems] == ["status", "events[0].kind", "events[0].visibility", "events[1].actor"]
+    assert sorted(p.field for p in problems) == ["events[0].kind", "events[0].visibility", "events[1].actor",
+                                                 "status"]
     assert run["metadata"]["original_status"] == "success"
     assert run["events"][0]["metadata"] == {"original_kind": "say", "original_visibility": "internal"}
+    many = {"run_id": "big", "scenario": {"id": "s", "family": "f"},
+            "events": [{"kind": "say", "actor": f"x{i}", "recipients": ["y"]} for i in range(3000)]}
+    run, problems = normalize_lenient(many)  # one pass, not one normalization per problem
+    assert len(problems) == 9000 and {e["actor"] for e in run["events"]} == {"system"}
     with pytest.raises(RunFormatError, match="no run id"):
         normalize_lenient({"events": [{"kind": "log", "actor": "system"}]})
     with pytest.raises(RunFormatError, match="no events"):
