@@ -263,7 +263,10 @@ class _Normalizer:
         if isinstance(value, (int, float)) and not isinstance(value, bool):
             if not math.isfinite(value):
                 self.fail(path, "timestamp must be finite")
-            return epoch_to_iso(float(value))
+            try:
+                return epoch_to_iso(float(value))
+            except (OverflowError, OSError, ValueError):
+                self.fail(path, f"epoch timestamp {value!r} is out of range"[:200])
         if not isinstance(value, str):
             self.fail(path, f"must be an ISO 8601 timestamp string, got {_tname(value)}")
         try:

@@ -598,7 +598,7 @@ class ProfiledRun:
             events.append(ev)
             locs.append(loc)
         for ev, loc in zip(events, locs):
-            pt = ev.pop("_parent_turn", None)
+            pt = _as_turn(ev.pop("_parent_turn", None))
             if pt is not None:
                 if isinstance(pt, int) and pt in turn_seq and turn_seq[pt] != ev["seq"]:
                     ev["parent_seq"] = turn_seq[pt]
@@ -659,7 +659,10 @@ class ProfiledRun:
         if "seq" in ev:  # seqs are assigned from the order below (the original is kept)
             ev.setdefault("metadata", {})["original_seq"] = ev.pop("seq")
         if isinstance(ev.get("ts"), (int, float)) and not isinstance(ev["ts"], bool):
-            ev["ts"] = epoch_to_iso(float(ev["ts"]))
+            try:
+                ev["ts"] = epoch_to_iso(float(ev["ts"]))
+            except (OverflowError, OSError, ValueError):
+                pass  # left to the normalizer, which reports it and keeps the value
         if "kind" in ev:
             mapped = self.vocab("kind", ev["kind"])
             if mapped == "log" and mapped != ev["kind"]:
@@ -756,6 +759,7 @@ class ProfiledRun:
                 if fv:
                     ev["visibility"] = self.vocab("visibility", vis)
                 ft, turn = self.take(obj, "artifact_index", "turn")
+                turn = _as_turn(turn)
                 if obj:
                     ev["metadata"] = dict(obj)
                 pos = len(ordered)

@@ -257,7 +257,10 @@ def _ts_text(value: Any) -> str | None:
     if isinstance(value, str):
         return value
     if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
-        return epoch_to_iso(float(value))
+        try:
+            return epoch_to_iso(float(value))
+        except (OverflowError, OSError, ValueError):
+            return None
     return None
 
 

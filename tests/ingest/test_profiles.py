@@ -226,3 +226,45 @@ def test_a_tree_in_our_own_layout_still_uses_the_builtin_profile(tmp_path):
     assert sorted(got) == sorted(r["run_id"] for r in runs)
     assert all(not i.warnings for i in items)
     assert "a2annotate's own names" in render(inspect_tree(Path(tmp_path)))
+
+
+@pytest.mark.parametrize("layout", sorted(LAYOUTS))
+def test_garbage_values_are_warnings_never_crashes(trees, layout, tmp_path):
+    import json
+    import random
+    import shutil
+
+    root = tmp_path / layout
+    shutil.copytree(trees[layout]["root"], root)
+    profile = inspect_tree(trees[layout]["root"]).profile  # the layout's profile, from the clean tree
+    rng = random.Random(7)
+    junk = [None, [], {}, [1, {"a": None}], "", "x" * 300, 1e308, -1, True, {"nested": {"deep": [None]}}]
+    for path in sorted(root.rglob("*.json*")):
+        text = path.read_text()
+        if path.suffix == ".jsonl":
+            rows = [json.loads(x) for x in text.splitlines() if x.strip()]
+            rows = [{k: rng.choice(junk) if rng.random() < 0.5 else v for k, v in r.items()} if isinstance(r, dict)
+                    else r for r in rows] + [rng.choice(junk)]
+            path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+        else:
+            doc = json.loads(text)
+            if isinstance(doc, dict):
+                doc = {k: rng.choice(junk) if rng.random() < 0.3 else v for k, v in doc.items()}
+            path.write_text(json.dumps(doc))
+    items = list(iter_path(root, profile=profile))
+    for i in items:
+        if i.run is not None:
+            assert normalize_run(i.run) == i.run
+        if i.error is not None:  # only "cannot be a run at all"
+            assert i.error.field in ("run_id", "events"), str(i.error)
+    assert any(i.run for i in items)
+
+
+def test_an_epoch_timestamp_out_of_range_is_a_field_error_not_a_crash():
+    raw = {"run_id": "r", "scenario": {"id": "s", "family": "f"}, "events": [{"kind": "log", "actor": "system",
+                                                                               "ts": 1e308}]}
+    with pytest.raises(RunFormatError, match="out of range") as exc:
+        normalize_run(raw)
+    assert exc.value.field == "events[0].ts"
+    run, problems = normalize_lenient(raw)
+    assert run["events"][0]["metadata"]["original_ts"] == 1e308 and problems[0].field == "events[0].ts"
