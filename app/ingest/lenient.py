@@ -22,10 +22,16 @@ from app.ingest.canonical import (
     VISIBILITIES,
     Location,
     RunFormatError,
+    epoch_to_iso,
     normalize_run,
     parse_ts,
+    ts_order,
 )
+from app.ingest.limits import storage_problem
 
+#: values the database cannot hold that can be kept aside (ids cannot: the run is rejected)
+_MOVABLE = re.compile(r"^(events\[\d+\]\.(hop|parent_seq|ts)|agents\[\d+\]\.(model|harness|role)|"
+                      r"(audits|checks)\[\d+\]\.level|started_at|ended_at)$")
 _TOKEN = re.compile(r"([^.\[\]]+)|\[(\d+)\]")
 MAX_REPAIRS = 5000
 #: list fields whose items are objects with an `id`
@@ -85,6 +91,17 @@ def _keep(meta: dict, key: str, value: Any) -> str:
         k = f"{key}_{n}"
     meta[k] = value
     return k
+
+
+def _ts_text(value: Any) -> str | None:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        try:
+            return epoch_to_iso(float(value))
+        except (OverflowError, OSError, ValueError):
+            return None
+    return None
 
 
 def _short(value: Any) -> str:
@@ -166,6 +183,34 @@ class _Repairer:
                                                 "id or 'system'; dropped from recipients (kept in "
                                                 "metadata.unknown_recipients)")
 
+    def align(self) -> None:
+        """Put the events in the order the normalizer returns them (by seq, or by time when none
+        has a seq) and give them explicit seqs, so that the index in an error names the same event
+        in this list; parent_seqs that cannot name another event are kept aside."""
+        events = self.raw.get("events")
+        if not isinstance(events, list) or not all(isinstance(e, dict) for e in events):
+            return
+        n = len(events)
+        seqs = [e.get("seq") for e in events]
+        if all(isinstance(s, int) and not isinstance(s, bool) for s in seqs) and sorted(seqs) == list(range(n)):
+            events.sort(key=lambda e: e["seq"])
+        elif all(s is None for s in seqs):
+            order = ts_order([_ts_text(e.get("ts")) for e in events])
+            events[:] = [events[i] for i in order]
+            for pos, e in enumerate(events):
+                e["seq"] = pos
+        for i, ev in enumerate(events):
+            p = ev.get("parent_seq")
+            if p is None:
+                continue
+            ok = isinstance(p, int) and not isinstance(p, bool) and 0 <= p < n and p != i
+            if isinstance(p, float) and p.is_integer():
+                ok = 0 <= p < n and int(p) != i
+            if not ok:
+                _keep(_meta(ev), "original_parent_seq", ev.pop("parent_seq"))
+                self.warn(f"events[{i}].parent_seq", f"{_short(p)} is not the seq of another event of this run; "
+                                                     "kept in metadata.original_parent_seq")
+
     def repair(self, err: RunFormatError) -> bool:
         """Fix the field `err` names; False when the run cannot be a run (or nothing to fix)."""
         field = err.field
@@ -227,10 +272,12 @@ class _Repairer:
             return False
         field = err.field
         if key == "seq":
-            for e in events:
-                if isinstance(e, dict) and "seq" in e:
-                    _meta(e)["original_seq"] = e.pop("seq")
-            self.warn(field, f"{err.message}; the run's seqs are reassigned by time and file order "
+            for pos, e in enumerate(events):
+                if isinstance(e, dict):
+                    if "seq" in e:
+                        _meta(e)["original_seq"] = e.pop("seq")
+                    e["seq"] = pos
+            self.warn(field, f"{err.message}; the run's seqs are reassigned in file order "
                              "(each original kept in metadata.original_seq)")
             return True
         if key == "kind":
@@ -376,10 +423,15 @@ def normalize_lenient(raw: Any, location: Location | str | None = None, *,
     fixer = _Repairer(work)
     fixer.warnings.extend(early)
     fixer.prepass()
+    fixer.align()
     seen: dict[str, int] = {}
     for _ in range(MAX_REPAIRS):
         try:
-            return normalize_run(work, location), fixer.warnings
+            run = normalize_run(work, location)
+            problem = storage_problem(run)
+            if problem is not None and _MOVABLE.match(problem[0]):
+                raise RunFormatError(location, f"{problem[1]} (the database cannot hold it)", field=problem[0])
+            return run, fixer.warnings
         except RunFormatError as err:
             key = f"{err.field}|{err.message}"
             seen[key] = seen.get(key, 0) + 1

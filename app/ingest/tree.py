@@ -357,6 +357,10 @@ class _RunDir:
                                               require_events=not isinstance(raw.get("events"), list))
         except RunFormatError as exc:
             return ImportItem(error=self.remap(exc, origins), source=self.shown_dir, unused_files=self.unused())
+        except (TypeError, ValueError, KeyError, AttributeError, OSError) as exc:  # unforeseen shapes: this run only
+            err = RunFormatError(Location(self.shown_dir), f"cannot read this run directory: {type(exc).__name__}: "
+                                                           f"{exc}"[:300])
+            return ImportItem(error=err, source=self.shown_dir, unused_files=self.unused())
         warnings = [dict(w, run_id=run["run_id"]) for w in self.warnings]
         for pr in problems:
             err = self.remap(RunFormatError(None, pr.message, field=pr.field), origins)
@@ -395,7 +399,15 @@ class _RunDir:
             meta = raw["metadata"] = {}
         if conflicts and isinstance(meta, dict):
             meta["conflicting_metadata"] = conflicts
-        if raw.get("run_id") is None:
+        rid = raw.get("run_id")
+        if rid is not None and not (isinstance(rid, str) and rid.strip()) and \
+                not (isinstance(rid, int) and not isinstance(rid, bool)):
+            if isinstance(meta, dict):
+                meta["original_run_id"] = rid
+            self.warn(Location(self.shown_dir), f"run_id {str(rid)[:60]!r} is not an id; the directory name "
+                                                "is used (the value kept in metadata.original_run_id)")
+            rid = None
+        if rid is None:
             raw["run_id"] = self.dir.name
         self.scenario(raw)
         self.principals_agents(raw, origins)
@@ -484,8 +496,11 @@ class _RunDir:
 
     def outcomes(self, raw: dict, outcomes: Any, rel: str) -> None:
         if not isinstance(outcomes, dict):
-            raise RunFormatError(Location(self.shown(rel)), "outcomes must map principal ids to outcomes",
-                                 field="outcomes")
+            self.warn(Location(self.shown(rel)), "outcomes must map principal ids to outcomes; kept in "
+                                                 "metadata.unmapped_outcomes")
+            if isinstance(raw.get("metadata"), dict):
+                raw["metadata"]["unmapped_outcomes"] = outcomes
+            return
         principals = raw.get("principals")
         if not outcomes:
             return
@@ -526,14 +541,26 @@ class _RunDir:
             entry["content"] = self.content_file(entry, loc)
         return entry
 
-    def content_file(self, entry: dict, loc: Location) -> str:
+    def content_file(self, entry: dict, loc: Location) -> str | None:
         ref = entry.pop("content_file")
         if "content" in entry:
-            raise RunFormatError(loc, "give either content or content_file, not both", field="content_file")
+            self.warn(loc, "give either content or content_file, not both; content kept, content_file in metadata")
+            meta = entry.setdefault("metadata", {})
+            if isinstance(meta, dict):
+                meta["content_file"] = ref
+            return entry["content"]
         parts = PurePosixPath(str(ref)).parts if isinstance(ref, str) else ()
-        if not parts or ref.startswith("/") or ".." in parts or not (self.dir / ref).is_file():
-            raise RunFormatError(loc, f"content_file {ref!r} is not a file inside the run directory",
-                                 field="content_file")
+        try:
+            is_file = bool(parts) and (self.dir / ref).is_file()
+        except (OSError, ValueError):  # a name too long for the file system, a NUL character
+            is_file = False
+        if not parts or ref.startswith("/") or ".." in parts or not is_file:
+            self.warn(loc, f"content_file {str(ref)[:80]!r} is not a file inside the run directory; "
+                           "kept in metadata.content_file")
+            meta = entry.setdefault("metadata", {})
+            if isinstance(meta, dict):
+                meta["content_file"] = ref
+            return entry.get("content")
         rel = PurePosixPath(*parts).as_posix()
         self.used.add(rel)
         try:
@@ -579,12 +606,13 @@ class _RunDir:
         origins["events"] = locs
 
     def hops(self, entries: list[dict], raw: dict) -> None:
-        by_seq = {e.get("seq"): e for e in entries if isinstance(e, dict)}
+        by_seq = {e["seq"]: e for e in entries
+                  if isinstance(e, dict) and isinstance(e.get("seq"), int) and not isinstance(e["seq"], bool)}
         extra: list = []
         for rel, _ in self.by_role("hops"):
             for obj, loc in self.records(rel, ("hops",)):
                 if isinstance(obj, dict) and "seq" in obj and "hop" in obj:
-                    if obj["seq"] not in by_seq:
+                    if not isinstance(obj["seq"], int) or obj["seq"] not in by_seq:
                         self.warn(loc, f"hop given for seq {obj['seq']!r}, which no event has; kept in metadata.hops")
                         extra.append(obj)
                         continue

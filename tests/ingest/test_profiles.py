@@ -268,3 +268,43 @@ def test_an_epoch_timestamp_out_of_range_is_a_field_error_not_a_crash():
     assert exc.value.field == "events[0].ts"
     run, problems = normalize_lenient(raw)
     assert run["events"][0]["metadata"]["original_ts"] == 1e308 and problems[0].field == "events[0].ts"
+
+
+def test_values_the_database_cannot_hold_are_kept_aside_when_they_are_not_ids():
+    raw = {"run_id": "r", "scenario": {"id": "s", "family": "f"}, "agents": [{"id": "a", "model": "m" * 500}],
+           "events": [{"kind": "log", "actor": "a", "hop": 2**40}]}
+    run, problems = normalize_lenient(raw)
+    assert run["events"][0]["hop"] is None and run["events"][0]["metadata"]["original_hop"] == 2**40
+    assert run["agents"][0]["model"] is None and sorted(p.field for p in problems) == ["agents[0].model",
+                                                                                         "events[0].hop"]
+
+
+@pytest.mark.parametrize("seed", [1, 3, 9])
+def test_garbage_values_in_our_own_layout_are_warnings_never_crashes(tmp_path, seed):
+    import json
+    import random
+
+    from app.demo.generator import generate_runs
+    from app.ingest import write_tree
+
+    rng = random.Random(seed)
+    junk = [None, [], {}, [1, {"a": None}], "", "x" * 300, 1e308, -1, True, {"nested": [None]}, "2026-13-45", 2**70]
+    runs = [d.run for d in generate_runs(2, seed)]
+    write_tree(runs, tmp_path)
+    for path in sorted(tmp_path.rglob("*.json*")):
+        text = path.read_text()
+        if path.suffix == ".jsonl":
+            rows = [json.loads(x) for x in text.splitlines() if x.strip()]
+            rows = [{k: rng.choice(junk) if rng.random() < 0.3 else v for k, v in r.items()} for r in rows]
+            path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+        else:
+            doc = json.loads(text)
+            if isinstance(doc, dict):
+                doc = {k: rng.choice(junk) if rng.random() < 0.3 else v for k, v in doc.items()}
+            path.write_text(json.dumps(doc))
+    items = list(iter_path(tmp_path))
+    assert [str(i.error) for i in items if i.error] == []
+    kept = [i for i in items if i.run]
+    assert len(kept) == 2 and all(i.warnings for i in kept)
+    for i in kept:
+        assert normalize_run(i.run) == i.run
