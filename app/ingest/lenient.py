@@ -437,8 +437,9 @@ def normalize_lenient(raw: Any, location: Location | str | None = None, *,
             seen[key] = seen.get(key, 0) + 1
             if seen[key] > 2 or not fixer.repair(err):
                 if fixer.warnings:
-                    raise RunFormatError(err.where, f"{err.message} (after {len(fixer.warnings)} other "
-                                         "problem(s) were worked around)", run_id=err.run_id,
-                                         field=err.field) from None
+                    fatal = RunFormatError(err.where, f"{err.message} (after {len(fixer.warnings)} other "
+                                           "problem(s) were worked around)", run_id=err.run_id, field=err.field)
+                    fatal.problems = list(fixer.warnings)  # every problem of the run is reported
+                    raise fatal from None
                 raise
     raise RunFormatError(location, f"more than {MAX_REPAIRS} problems; giving up on this run")

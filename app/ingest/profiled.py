@@ -255,8 +255,10 @@ class ProfiledRun:
                                            f"{type(exc).__name__}: {exc}")
             err = exc if exc.where.file else RunFormatError(Location(self.shown_dir), exc.message,
                                                             run_id=exc.run_id, field=exc.field)
-            return ImportItem(error=err, source=self.shown_dir, unused_files=self.unused(),
-                              warnings=self.warnings_with_run(None))
+            more = [RunFormatError(self.origin(p.field, origins), p.message, run_id=exc.run_id, field=p.field)
+                    for p in getattr(exc, "problems", [])]
+            more += [RunFormatError(w["location"], w["message"], run_id=exc.run_id) for w in self.warnings]
+            return ImportItem(error=err, source=self.shown_dir, unused_files=self.unused(), more_errors=more)
         for pr in problems:
             loc = self.origin(pr.field, origins)
             self.warnings.append({"location": loc, "message": pr.message, "field": pr.field})

@@ -356,7 +356,11 @@ class _RunDir:
             run, problems = normalize_lenient(raw, Location(self.shown_dir),
                                               require_events=not isinstance(raw.get("events"), list))
         except RunFormatError as exc:
-            return ImportItem(error=self.remap(exc, origins), source=self.shown_dir, unused_files=self.unused())
+            more = [self.remap(RunFormatError(None, p.message, run_id=exc.run_id, field=p.field), origins)
+                    for p in getattr(exc, "problems", [])]
+            more += [RunFormatError(w["location"], w["message"], run_id=exc.run_id) for w in self.warnings]
+            return ImportItem(error=self.remap(exc, origins), source=self.shown_dir, unused_files=self.unused(),
+                              more_errors=more)
         except (TypeError, ValueError, KeyError, AttributeError, OSError) as exc:  # unforeseen shapes: this run only
             err = RunFormatError(Location(self.shown_dir), f"cannot read this run directory: {type(exc).__name__}: "
                                                            f"{exc}"[:300])

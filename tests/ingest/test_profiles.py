@@ -308,3 +308,20 @@ def test_garbage_values_in_our_own_layout_are_warnings_never_crashes(tmp_path, s
     assert len(kept) == 2 and all(i.warnings for i in kept)
     for i in kept:
         assert normalize_run(i.run) == i.run
+
+
+def test_a_run_that_cannot_be_one_reports_its_other_problems_too(trees, tmp_path):
+    import shutil
+
+    root = tmp_path / "episodes"
+    shutil.copytree(trees["episodes"]["root"], root)
+    d = root / "ep-000-renewal"
+    (d / "transcript.json").write_text('{"turns": []}')
+    (d / "audit.json").write_text('{"items": [{"check_id": "L0.x", "status": "MAYBE"}]}')
+    profile = inspect_tree(trees["episodes"]["root"]).profile
+    items, runs = _read(root, profile=profile)
+    (bad,) = [i for i in items if i.error]
+    assert bad.error.field == "events" and "no events" in bad.error.message
+    assert len(runs) == 2
+    (more,) = bad.more_errors
+    assert more.where.file == f"{d}/audit.json:items[0]" and "'MAYBE' is neither pass nor fail" in more.message
