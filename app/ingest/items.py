@@ -51,11 +51,30 @@ class ReadSummary:
 
 
 def item_from_raw(raw: Any, location: Location) -> ImportItem:
-    """Normalize `raw`; return an ImportItem holding the run or the RunFormatError."""
+    """Normalize `raw` (strictly: the canonical shape is our contract); return an ImportItem
+    holding the run, or the RunFormatError and, in `more_errors`, the run's other problems."""
     try:
         return ImportItem(run=normalize_run(raw, location), source=str(location))
     except RunFormatError as exc:
-        return ImportItem(error=exc, source=str(location))
+        return ImportItem(error=exc, source=str(location), more_errors=other_problems(raw, location, exc))
+
+
+def other_problems(raw: Any, location: Location, first: RunFormatError) -> list[RunFormatError]:
+    """The problems of `raw` besides `first` (found by the lenient normalizer, nothing stored)."""
+    import copy
+
+    from app.ingest.lenient import normalize_lenient
+
+    if not isinstance(raw, dict):
+        return []
+    try:
+        _, problems = normalize_lenient(copy.deepcopy(raw), location)
+    except RunFormatError as exc:
+        problems = getattr(exc, "problems", [])
+    except Exception:  # noqa: BLE001 - the first error is reported whatever happens here
+        return []
+    return [RunFormatError(location, p.message.split("; ", 1)[0], run_id=first.run_id, field=p.field)
+            for p in problems if p.field != first.field][:100]
 
 
 def error_item(location: Location | str, message: str, **kw: Any) -> ImportItem:

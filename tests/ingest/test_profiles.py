@@ -325,3 +325,20 @@ def test_a_run_that_cannot_be_one_reports_its_other_problems_too(trees, tmp_path
     assert len(runs) == 2
     (more,) = bad.more_errors
     assert more.where.file == f"{d}/audit.json:items[0]" and "'MAYBE' is neither pass nor fail" in more.message
+
+
+def test_a_rejected_canonical_run_names_every_problem(tmp_path):
+    import json
+
+    from app.ingest import ReadSummary
+
+    bad = {"run_id": "c1", "scenario": {"id": "s", "family": "f"}, "status": "success",
+           "agents": [{"id": "a"}], "events": [{"kind": "say", "actor": "a"}, {"kind": "message", "actor": "zed"}]}
+    path = tmp_path / "runs.jsonl"
+    path.write_text(json.dumps(bad) + "\n")
+    summary = ReadSummary()
+    (item,) = list(iter_path(path, summary=summary))
+    assert item.run is None and item.error.field == "status"  # the canonical shape stays strict
+    assert sorted(e.field for e in item.more_errors) == ["events[0].kind", "events[1].actor"]
+    assert all(e.where.file == str(path) and e.where.line == 1 and e.run_id == "c1" for e in item.more_errors)
+    assert len(summary.errors) == 3
