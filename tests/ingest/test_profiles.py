@@ -342,3 +342,11 @@ def test_a_rejected_canonical_run_names_every_problem(tmp_path):
     assert sorted(e.field for e in item.more_errors) == ["events[0].kind", "events[1].actor"]
     assert all(e.where.file == str(path) and e.where.line == 1 and e.run_id == "c1" for e in item.more_errors)
     assert len(summary.errors) == 3
+
+
+@pytest.mark.parametrize(("name", "layout"), [("a2f-release-style", "release"), ("chat-transcripts", "chatlog")])
+def test_shipped_profiles_read_their_layouts_by_name(trees, name, layout):
+    items, runs = _read(trees[layout]["root"], profile=name)
+    assert sorted(runs) == sorted(r["run_id"] for r in trees[layout]["runs"])
+    assert not any(i.error for i in items) and not any(i.unknown_modes for i in items)  # alias tables map them
+    assert {a["mode"] for r in runs.values() for a in r["audits"]} == {"CF1", "CF2"}
