@@ -861,10 +861,14 @@ def render(ins: Inspection) -> str:
             mapped.append("private state from " + ", ".join(s["from"] for s in sp["private_state"]))
         if mapped:
             out.append("maps: " + "; ".join(mapped))
-    unmapped = list(ins.unmapped) + [f"mode {m!r} (no taxonomy match; add to audits.modes)" for m in ins.unknown_modes]
-    out.append("unmapped (kept in metadata on import, reported as warnings): "
-               + (", ".join(unmapped) if unmapped else "nothing") + ("  [* = key kept in metadata]"
-                                                                      if ins.groups else ""))
+    files = [g.pattern for g in ins.groups.values() if g.role is None]
+    values = [u for u in ins.unmapped if u not in files]
+    values += [f"mode {m!r} (no taxonomy match; add to audits.modes)" for m in ins.unknown_modes]
+    out.append("files no role takes (not imported; listed as unused files): " + (", ".join(files) or "none"))
+    out.append("values and modes not mapped (kept in metadata on import, reported as warnings): "
+               + (", ".join(values) or "none"))
+    if any(g.keys for g in ins.groups.values()):
+        out.append("keys marked * are taken by no canonical field: they are kept in the record's metadata")
     return "\n".join(out)
 
 
