@@ -249,15 +249,16 @@ def find_run_dirs(root: Path) -> tuple[list[Path], list[str]]:
     """Run directories (holding a metadata-like file) and the marker file names."""
     runs: list[Path] = []
     markers: Counter = Counter()
-    for here, files in _walk(root):
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+        here = Path(dirpath)
         if here == root:
             continue
-        if any(r in here.parents for r in runs):
-            continue
-        hits = [f for f in files if _is_meta_doc(here / f) and not _is_canonical_run(here / f)]
+        hits = [f for f in sorted(filenames) if _is_meta_doc(here / f) and not _is_canonical_run(here / f)]
         if hits:
             runs.append(here)
             markers.update(hits)
+            dirnames[:] = []  # run directories do not nest
     return runs, [m for m, _ in markers.most_common()]
 
 

@@ -202,12 +202,9 @@ class ProfiledRun:
         self.warnings.append({"location": str(location), "message": message})
 
     def by_role(self, role: str) -> list[tuple[str, str | None]]:
-        out = []
-        for rel in self.files:
-            r = role_of(self.p, rel)
-            if r and r[0] == role:
-                out.append((rel, r[1]))
-        return out
+        if not hasattr(self, "_roles"):
+            self._roles = {rel: role_of(self.p, rel) for rel in self.files}
+        return [(rel, r[1]) for rel, r in self._roles.items() if r and r[0] == role]
 
     def records(self, rel: str, role: str) -> list[tuple[Any, Location]]:
         self.used.add(rel)
