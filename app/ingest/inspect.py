@@ -127,7 +127,7 @@ class FileGroup:
 class Inspection:
     root: str
     run_dirs: list[str] = field(default_factory=list)
-    path_template: str | None = None
+    path_template: str | list[str] | None = None
     path_examples: list[str] = field(default_factory=list)
     manifest: dict | None = None
     groups: dict[str, FileGroup] = field(default_factory=dict)
@@ -337,17 +337,23 @@ def _dotted_keys(records: list) -> Counter:
     return c
 
 
-def _map_keys(keys: Counter, synonyms: dict[str, tuple[str, ...]], records: list) -> dict[str, str]:
-    out: dict[str, str] = {}
+def _map_keys(keys: Counter, synonyms: dict[str, tuple[str, ...]], records: list) -> dict[str, Any]:
+    """canonical field -> the key holding it (a list of keys when files or families differ: the
+    first one a record has wins)."""
+    out: dict[str, Any] = {}
     taken: set[str] = set()
     top = Counter({k: n for k, n in keys.items() if "." not in k})
+    low = {k.lower(): k for k in top}
     for name, syn in synonyms.items():
-        k = _pick(top, syn, taken)
-        if k is not None:
+        found: list[str] = []
+        for cand in syn:
+            k = low.get(cand)
+            if k is None or k in taken:
+                continue
             sample = [r.get(k) for r in records if isinstance(r, dict) and k in r]
             if name == "content" and sample and all(isinstance(v, dict) for v in sample):
                 sub = [d for d in keys if d.startswith(k + ".")]
-                inner = _pick(Counter({s.split(".", 1)[1]: 1 for s in sub}), ("text", "content", "value", "message"),
+                inner = _pick(Counter({x.split(".", 1)[1]: 1 for x in sub}), ("text", "content", "value", "message"),
                               set())
                 if inner is None:
                     continue
@@ -356,9 +362,26 @@ def _map_keys(keys: Counter, synonyms: dict[str, tuple[str, ...]], records: list
                 continue
             if name == "evidence_turns" and not all(isinstance(v, (int, list)) for v in sample):
                 continue
-            out[name] = k
-            taken.add(k.split(".")[0])
+            found.append(k)
+        # a second key only when some records lack the first (another file or family names it so)
+        if found:
+            first = found[0].split(".")[0]
+            extra = [k for k in found[1:] if any(isinstance(r, dict) and first not in r and k.split(".")[0] in r
+                                                 for r in records)]
+            keys_used = [found[0], *extra]
+            out[name] = keys_used[0] if len(keys_used) == 1 else keys_used
+            taken.update(k.split(".")[0] for k in keys_used)
     return out
+
+
+def _first(record: Any, spec: Any) -> Any:
+    """The value of the first key of `spec` (a key or a list of keys) that `record` has."""
+    if not isinstance(record, dict) or spec is None:
+        return None
+    for k in [spec] if isinstance(spec, str) else spec:
+        if k in record:
+            return record[k]
+    return None
 
 
 def _vocab(values: Counter, words: dict, canonical: tuple) -> tuple[dict, list]:
@@ -474,7 +497,11 @@ def inspect_tree(root: str | os.PathLike, taxonomy: Any = None) -> Inspection:
         if p.is_file() and not (manifest and p.name == manifest["file"]):
             ins.loose_files.append(p.name)
     rels = ins.run_dirs
-    ins.path_template = path_template(rels) if rels else None
+    by_depth: dict[int, list[str]] = defaultdict(list)
+    for r in rels:
+        by_depth[len(r.split("/"))].append(r)
+    templates = [t for d in sorted(by_depth, reverse=True) if (t := path_template(by_depth[d]))]
+    ins.path_template = (templates[0] if len(templates) == 1 else templates) if templates else None
     ins.path_examples = rels[:3]
     # group the files of a sample of runs
     for rel_dir in rels[:SAMPLE_RUNS]:
@@ -509,7 +536,8 @@ def _build_profile(ins: Inspection, root: Path, markers: list[str], taxonomy: An
                                                             if ins.run_dirs else 1}
     if ins.path_template:
         spec["path"] = ins.path_template
-        names = re.findall(r"\{(\w+)\}", ins.path_template)
+        first = ins.path_template if isinstance(ins.path_template, str) else ins.path_template[0]
+        names = re.findall(r"\{(\w+)\}", first)
         sid = [n for n in names if n in ("family", "task", "scenario") or n.startswith("part")]
         if sid:
             spec["scenario_id"] = "/".join("{" + n + "}" for n in sid)
@@ -544,23 +572,28 @@ def _build_profile(ins: Inspection, root: Path, markers: list[str], taxonomy: An
     if meta_map:
         keys["metadata"] = meta_map
     if "status" in meta_map:
-        seen = Counter(r.get(meta_map["status"]) for r in msample if isinstance(r, dict))
+        seen = Counter(_first(r, meta_map["status"]) for r in msample if isinstance(r, dict))
         ins.values["status"] = seen
         table, unknown = _vocab(seen, STATUS_WORDS, ("completed", "failed", "timeout", "error"))
         if table:
             values["status"] = table
         ins.unmapped.extend(f"status value {u!r}" for u in unknown)
-    agents = _agents_spec(msample)
-    if agents:
-        spec["agents"] = agents
+    agent_specs: list[dict] = []
+    for r in msample:
+        one = _agents_spec([r])
+        if one and all(a["from"] != one["from"] for a in agent_specs):
+            agent_specs.append(one)
+    if agent_specs:
+        spec["agents"] = agent_specs[0] if len(agent_specs) == 1 else agent_specs
+    agents = agent_specs[0] if agent_specs else None
     roles = set()
     for r in msample:
-        if isinstance(r, dict) and agents:
-            v = r.get(agents["from"])
+        for a in agent_specs:
+            v = r.get(a["from"]) if isinstance(r, dict) else None
             if isinstance(v, dict):
                 roles |= set(v)
             elif isinstance(v, list):
-                roles |= {str(x.get(agents.get("role", "role"))) for x in v if isinstance(x, dict)}
+                roles |= {str(x.get(a.get("role", "role"))) for x in v if isinstance(x, dict)}
     # events of all kinds
     chat_roles: Counter = Counter()
     for role in ("conversation", "events", "trajectory"):
@@ -578,7 +611,7 @@ def _build_profile(ins: Inspection, root: Path, markers: list[str], taxonomy: An
         for fld, words, canon in (("visibility", VISIBILITY_WORDS, ("shared", "private")),
                                   ("kind", KIND_WORDS, ())):
             if fld in m:
-                seen = Counter(r.get(m[fld]) for r in esample if isinstance(r, dict) and m[fld] in r)
+                seen = Counter(v for r in esample if (v := _first(r, m[fld])) is not None)
                 ins.values.setdefault(fld, Counter()).update(seen)
                 table, unknown = _vocab(seen, words, canon or ("message", "tool_call", "tool_result",
                                                                "state_update", "artifact", "discovery",
@@ -613,7 +646,7 @@ def _build_profile(ins: Inspection, root: Path, markers: list[str], taxonomy: An
         m = _map_keys(ckeys, CHECK_SYNONYMS, csample)
         keys["checks"] = m
         if "passed" in m:
-            seen = Counter(r.get(m["passed"]) for r in csample if isinstance(r, dict))
+            seen = Counter(_first(r, m["passed"]) for r in csample if isinstance(r, dict))
             ins.values["passed"] = seen
             table = {}
             for v in seen:
@@ -639,7 +672,7 @@ def _build_profile(ins: Inspection, root: Path, markers: list[str], taxonomy: An
             if not isinstance(r, dict):
                 continue
             for fld in ("verdict", "mode"):
-                v = r.get(m.get(fld, "\0"))
+                v = _first(r, m.get(fld))
                 for x in v if isinstance(v, list) else [v]:
                     if not isinstance(x, str):
                         continue
@@ -756,12 +789,21 @@ def _metrics_spec(sample: list, roles: set[str], msample: list, agents: dict | N
             for k, v in _flat(r).items():
                 flat.setdefault(k, v)
     spec: dict[str, Any] = {}
-    for cand in _AGG_KEYS:
-        hit = next((k for k in flat if k.rsplit(".", 1)[-1].lower() == cand
-                    and isinstance(flat[k], (int, float)) and not isinstance(flat[k], bool)), None)
-        if hit:
-            spec["aggregate_score"] = hit
-            break
+    hits = []
+    for r in sample:  # one key per metrics file shape (families name their score differently)
+        if not isinstance(r, dict):
+            continue
+        fr = _flat(r)
+        if any(h in fr for h in hits):
+            continue
+        for cand in _AGG_KEYS:
+            hit = next((k for k in fr if k.rsplit(".", 1)[-1].lower() == cand
+                        and isinstance(fr[k], (int, float)) and not isinstance(fr[k], bool)), None)
+            if hit:
+                hits.append(hit)
+                break
+    if hits:
+        spec["aggregate_score"] = hits[0] if len(hits) == 1 else hits
     # principal ids: acts_for values; map role -> principal
     principals: dict[str, dict] = {}
     for role in sorted(roles):
@@ -815,7 +857,8 @@ def render(ins: Inspection) -> str:
         out.append("layout: a2annotate's own names (built-in profile 'a2annotate')")
     out.append(f"run directories: {len(ins.run_dirs)}")
     if ins.path_template:
-        out.append(f"path pattern: {ins.path_template}   (e.g. {', '.join(ins.path_examples[:2])})")
+        shown = ins.path_template if isinstance(ins.path_template, str) else " | ".join(ins.path_template)
+        out.append(f"path pattern: {shown}   (e.g. {', '.join(ins.path_examples[:2])})")
     if ins.manifest:
         m = ins.manifest
         out.append(f"manifest: {m['file']} (run directory in {m['path']!r}"

@@ -60,6 +60,12 @@ def _role_keys(role: str) -> dict:
             "properties": {f: _KEYSPEC for f in ROLE_FIELDS[role]}}
 
 
+_AGENTS = {"type": "object", "additionalProperties": False, "required": ["from"], "properties": {
+    "from": {"type": "string"}, "id": {"type": "string"}, "role": {"type": "string"},
+    "model": {"type": "string"}, "principal": {"type": "string"}, "harness": {"type": "string"},
+    "principal_name": {"type": "string"}}}
+
+
 PROFILE_SCHEMA: dict[str, Any] = {
     "$schema": "https://json-schema.org/draft/2020-12/schema",
     "title": "a2annotate import profile",
@@ -74,7 +80,7 @@ PROFILE_SCHEMA: dict[str, Any] = {
         "run_dirs": {"type": "object", "additionalProperties": False, "properties": {
             "marker": {"type": "array", "items": {"type": "string"}, "minItems": 1},
             "depth": {"type": "integer", "minimum": 0}}},
-        "path": {"type": "string"},
+        "path": {"oneOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}, "minItems": 1}]},
         "scenario_id": {"type": "string"},
         "run_id": {"type": "string"},
         "family": {"type": "string"},
@@ -98,15 +104,12 @@ PROFILE_SCHEMA: dict[str, Any] = {
         "defaults": {"type": "object", "additionalProperties": False,
                      "properties": {r: {"type": "object"} for r in ("events", "conversation", "trajectory",
                                                                    "checks", "judgments")}},
-        "agents": {"type": "object", "additionalProperties": False, "required": ["from"], "properties": {
-            "from": {"type": "string"}, "id": {"type": "string"}, "role": {"type": "string"},
-            "model": {"type": "string"}, "principal": {"type": "string"}, "harness": {"type": "string"},
-            "principal_name": {"type": "string"}}},
+        "agents": {"oneOf": [_AGENTS, {"type": "array", "items": _AGENTS, "minItems": 1}]},
         "principals": {"type": "object", "additionalProperties": False, "required": ["from"], "properties": {
             "from": {"type": "string"}, "id": {"type": "string"}, "name": {"type": "string"},
             "kind": {"type": "string"}, "objective": {"type": "string"}, "constraints": {"type": "string"}}},
         "metrics": {"type": "object", "additionalProperties": False, "properties": {
-            "aggregate_score": {"type": "string"}, "status": {"type": "string"},
+            "aggregate_score": _KEYSPEC, "status": _KEYSPEC,
             "principals": {"type": "object", "additionalProperties": {
                 "type": "object", "additionalProperties": False, "properties": {
                     "score": {"type": "string"},
@@ -183,8 +186,10 @@ def _semantic_problems(data: dict) -> list[str]:
     import string
 
     out = []
-    for key in ("path", "scenario_id", "run_id", "family"):
-        t = data.get(key)
+    checks = [(k, data.get(k)) for k in ("scenario_id", "run_id", "family")]
+    path = data.get("path")
+    checks += [("path", t) for t in ([path] if isinstance(path, str) else path or [])]
+    for key, t in checks:
         if not isinstance(t, str):
             continue
         try:

@@ -104,12 +104,18 @@ def load_doc(path: Path, shown: str) -> Any:
             from None
 
 
-def parse_path(template: str | None, rel: str) -> dict[str, str] | None:
+def parse_path(template: str | list[str] | None, rel: str) -> dict[str, str] | None:
     """Fields of a run directory's path (relative to the root) by a template such as
     ``{family}/{task}/{scenario}/{run}``; a component may be a literal, or hold several fields
     separated by literal text (``{scenario}__r{repetition}``). None when it does not fit."""
     if not template:
         return {}
+    if not isinstance(template, str):  # several templates: the first that fits
+        for t in template:
+            got = parse_path(t, rel)
+            if got is not None:
+                return got
+        return None
     parts = [p for p in rel.split("/") if p]
     tparts = [p for p in template.split("/") if p]
     if len(parts) != len(tparts):
@@ -440,6 +446,8 @@ class ProfiledRun:
                     p["metadata"] = entry
                 principals[pid] = p
         agents: list[dict] = []
+        if isinstance(spec, list):  # several layouts: the first whose `from` this run has
+            spec = next((sp for sp in spec if dotted_get(meta, sp["from"])[0]), spec[0])
         if spec:
             found, value = dotted_pop(meta, spec["from"])
             if not found:
@@ -811,13 +819,13 @@ class ProfiledRun:
             return
         raw["metadata"]["metrics"] = doc  # kept whole, verbatim
         if spec.get("aggregate_score"):
-            found, v = dotted_get(doc, spec["aggregate_score"])
+            found, v = _get_any(doc, spec["aggregate_score"])
             if found:
                 raw["aggregate_score"] = v
             else:
                 self.warn(self.shown_dir, f"metric {spec['aggregate_score']!r} (aggregate score) not found")
         if spec.get("status"):
-            found, v = dotted_get(doc, spec["status"])
+            found, v = _get_any(doc, spec["status"])
             if found:
                 raw["status"] = self.vocab("status", v)
         by_id = {p["id"]: p for p in raw["principals"]}
@@ -1044,6 +1052,14 @@ class ProfiledRun:
             return self.taxonomy.mode(name2)["code"]
         except LookupError:
             return None
+
+
+def _get_any(doc: Any, spec: Any) -> tuple[bool, Any]:
+    for key in key_candidates(spec):
+        found, v = dotted_get(doc, key)
+        if found:
+            return True, v
+    return False, None
 
 
 def _as_turn(value: Any) -> Any:

@@ -350,3 +350,22 @@ def test_shipped_profiles_read_their_layouts_by_name(trees, name, layout):
     assert sorted(runs) == sorted(r["run_id"] for r in trees[layout]["runs"])
     assert not any(i.error for i in items) and not any(i.unknown_modes for i in items)  # alias tables map them
     assert {a["mode"] for r in runs.values() for a in r["audits"]} == {"CF1", "CF2"}
+
+
+def test_one_tree_with_two_families_whose_names_and_depths_differ(tmp_path):
+    from tests.ingest.release_fixtures import build_chatlog, build_release
+
+    rel = build_release(tmp_path, n_runs=2)
+    chat = build_chatlog(tmp_path, n_runs=2)
+    ins = inspect_tree(tmp_path)
+    assert isinstance(ins.profile.spec["path"], list) and isinstance(ins.profile.spec["agents"], list)
+    items, runs = _read(tmp_path)
+    assert not any(i.error for i in items)
+    assert sorted(runs) == sorted(r["run_id"] for r in rel["runs"] + chat["runs"])
+    for run in runs.values():
+        assert len(run["agents"]) == 2 and all(a["model"] for a in run["agents"])
+        assert all(p["outcome"]["score"] is not None for p in run["principals"])
+        assert [e for e in run["events"] if e["visibility"] == "shared" and e["actor"] != "system"]
+        assert run["aggregate_score"] is not None
+    assert runs["cd-0000"]["scenario"]["family"] == "commerce" and runs["cd-0000"]["status"] == "completed"
+    assert runs[rel["runs"][0]["run_id"]]["scenario"]["family"] == "contracting"
