@@ -138,6 +138,7 @@ class Inspection:
     builtin: bool = False
     mode_names: Counter = field(default_factory=Counter)
     unknown_modes: list[str] = field(default_factory=list)
+    single_run: bool = False  # PATH is itself one run directory
 
 
 # --------------------------------------------------------------------------- walking
@@ -259,6 +260,10 @@ def find_run_dirs(root: Path) -> tuple[list[Path], list[str]]:
             runs.append(here)
             markers.update(hits)
             dirnames[:] = []  # run directories do not nest
+    if not runs and root.is_dir():  # PATH is one run directory itself
+        hits = [f.name for f in sorted(root.iterdir()) if f.is_file() and _is_meta_doc(f) and not _is_canonical_run(f)]
+        if hits:
+            return [root], []
     return runs, [m for m, _ in markers.most_common()]
 
 
@@ -493,7 +498,10 @@ def inspect_tree(root: str | os.PathLike, taxonomy: Any = None) -> Inspection:
     ins.manifest = manifest
     runs, markers = find_run_dirs(root)
     ins.run_dirs = [r.relative_to(root).as_posix() for r in runs]
-    for p in sorted(root.iterdir()) if root.is_dir() else []:
+    if ins.run_dirs == ["."]:
+        ins.run_dirs = []
+        ins.single_run = True
+    for p in sorted(root.iterdir()) if root.is_dir() and not ins.single_run else []:
         if p.is_file() and not (manifest and p.name == manifest["file"]):
             ins.loose_files.append(p.name)
     rels = ins.run_dirs
@@ -504,7 +512,7 @@ def inspect_tree(root: str | os.PathLike, taxonomy: Any = None) -> Inspection:
     ins.path_template = (templates[0] if len(templates) == 1 else templates) if templates else None
     ins.path_examples = rels[:3]
     # group the files of a sample of runs
-    for rel_dir in rels[:SAMPLE_RUNS]:
+    for rel_dir in (["."] if ins.single_run else rels[:SAMPLE_RUNS]):
         d = root / rel_dir
         for sub, files in _walk(d):
             for f in files:
@@ -532,8 +540,11 @@ def inspect_tree(root: str | os.PathLike, taxonomy: Any = None) -> Inspection:
 def _build_profile(ins: Inspection, root: Path, markers: list[str], taxonomy: Any) -> Profile:
     spec: dict[str, Any] = {"profile": 1, "name": f"inferred-{root.name or 'tree'}",
                             "description": f"Inferred by `a2annotate inspect` from {root}; edit freely."}
-    spec["run_dirs"] = {"marker": markers} if markers else {"depth": len(ins.run_dirs[0].split("/"))
-                                                            if ins.run_dirs else 1}
+    if ins.single_run:
+        spec["run_dirs"] = {"depth": 0}
+    else:
+        spec["run_dirs"] = {"marker": markers} if markers else {"depth": len(ins.run_dirs[0].split("/"))
+                                                                if ins.run_dirs else 1}
     if ins.path_template:
         spec["path"] = ins.path_template
         first = ins.path_template if isinstance(ins.path_template, str) else ins.path_template[0]
@@ -843,7 +854,7 @@ def infer_profile(root: str | os.PathLike) -> Profile:
         p.inferred = True
         return p
     ins = inspect_tree(root)
-    if not ins.run_dirs or ins.profile is None:
+    if (not ins.run_dirs and not ins.single_run) or ins.profile is None:
         p = load_profile("a2annotate")
         p.inferred = True
         return p
@@ -855,7 +866,8 @@ def render(ins: Inspection) -> str:
     out = [f"inspected {ins.root}"]
     if ins.builtin:
         out.append("layout: a2annotate's own names (built-in profile 'a2annotate')")
-    out.append(f"run directories: {len(ins.run_dirs)}")
+    out.append(f"run directories: {len(ins.run_dirs)}" + ("  (PATH is itself one run directory)"
+                                                           if ins.single_run else ""))
     if ins.path_template:
         shown = ins.path_template if isinstance(ins.path_template, str) else " | ".join(ins.path_template)
         out.append(f"path pattern: {shown}   (e.g. {', '.join(ins.path_examples[:2])})")

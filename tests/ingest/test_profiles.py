@@ -369,3 +369,12 @@ def test_one_tree_with_two_families_whose_names_and_depths_differ(tmp_path):
         assert run["aggregate_score"] is not None
     assert runs["cd-0000"]["scenario"]["family"] == "commerce" and runs["cd-0000"]["status"] == "completed"
     assert runs[rel["runs"][0]["run_id"]]["scenario"]["family"] == "contracting"
+
+
+def test_one_run_directory_given_as_the_path(trees):
+    info = trees["chatlog"]
+    d = info["root"] / "commerce" / "car_dealer" / "cd-0000"
+    assert "itself one run directory" in render(inspect_tree(d))
+    items, runs = _read(d)
+    assert list(runs) == ["cd-0000"] and not any(i.error for i in items)
+    assert runs["cd-0000"]["scenario"]["id"] == "car_dealer_v2" and len(runs["cd-0000"]["agents"]) == 2
