@@ -263,7 +263,7 @@ def find_run_dirs(root: Path) -> tuple[list[Path], list[str]]:
     if not runs and root.is_dir():  # PATH is one run directory itself
         hits = [f.name for f in sorted(root.iterdir()) if f.is_file() and _is_meta_doc(f) and not _is_canonical_run(f)]
         if hits:
-            return [root], []
+            return [root], hits
     return runs, [m for m, _ in markers.most_common()]
 
 
