@@ -225,8 +225,8 @@ def find_manifest(root: Path) -> dict | None:
                     recs, list_key = v, k
                     break
         dicts = [r for r in recs if isinstance(r, dict)]
-        if not dicts:
-            continue
+        if not dicts or any("events" in r or "jsonrpc" in r for r in dicts):
+            continue  # runs or wire records, not a manifest
         keys = Counter(k for r in dicts for k in r)
         path_key = next((k for k in keys if all(isinstance(r.get(k), str) and "/" in r.get(k, "")
                                                  for r in dicts)), None)

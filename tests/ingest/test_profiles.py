@@ -378,3 +378,16 @@ def test_one_run_directory_given_as_the_path(trees):
     items, runs = _read(d)
     assert list(runs) == ["cd-0000"] and not any(i.error for i in items)
     assert runs["cd-0000"]["scenario"]["id"] == "car_dealer_v2" and len(runs["cd-0000"]["agents"]) == 2
+
+
+def test_a_runs_file_named_like_a_manifest_is_still_read_as_runs(tmp_path):
+    import json
+
+    from app.demo.generator import generate_runs
+
+    runs = [d.run for d in generate_runs(2, 4)]
+    for r in runs:
+        r["run_id"] = "family/" + r["run_id"]  # ids with a slash, as a path would have
+    (tmp_path / "index.jsonl").write_text("".join(json.dumps(r) + "\n" for r in runs))
+    items, got = _read(tmp_path)
+    assert sorted(got) == sorted(r["run_id"] for r in runs) and not any(i.error for i in items)
