@@ -68,7 +68,7 @@ def other_problems(raw: Any, location: Location, first: RunFormatError) -> list[
     if not isinstance(raw, dict):
         return []
     try:
-        _, problems = normalize_lenient(copy.deepcopy(raw), location)
+        _, problems = normalize_lenient(copy.deepcopy(raw), location, max_repairs=200)
     except RunFormatError as exc:
         problems = getattr(exc, "problems", [])
     except Exception:  # noqa: BLE001 - the first error is reported whatever happens here

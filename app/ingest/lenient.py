@@ -136,6 +136,7 @@ class _Repairer:
         agents = raw.get("agents")
         if isinstance(agents, list):  # principals that agents name are added by `repair`
             known |= {a["principal"] for a in agents if isinstance(a, dict) and isinstance(a.get("principal"), str)}
+        self.prepass_audits(known - {SYSTEM_ACTOR})
         for i, ev in enumerate(raw.get("events") or []):
             if not isinstance(ev, dict):
                 continue
@@ -182,6 +183,30 @@ class _Repairer:
                 self.warn(f"{path}.recipients", f"{', '.join(_short(b) for b in bad)} not an agent id, a principal "
                                                 "id or 'system'; dropped from recipients (kept in "
                                                 "metadata.unknown_recipients)")
+
+    def prepass_audits(self, known: set[str]) -> None:
+        """Audits and checks: agents that are no agent and evidence that is no seq, in one pass."""
+        n = len(self.raw.get("events") or [])
+        for head in ("audits", "checks"):
+            items = self.raw.get(head)
+            if not isinstance(items, list):
+                continue
+            for i, item in enumerate(items):
+                if not isinstance(item, dict):
+                    continue
+                agent = item.get("agent")
+                if agent is not None and not (isinstance(agent, str) and agent in known):
+                    _keep(_meta(item), "original_agent", item.pop("agent"))
+                    self.warn(f"{head}[{i}].agent", f"{_short(agent)} is not an agent id or principal id of this "
+                                                    "run; kept in metadata.original_agent")
+                ev = item.get("evidence")
+                if isinstance(ev, list):
+                    bad = [s for s in ev if not (isinstance(s, int) and not isinstance(s, bool) and 0 <= s < n)]
+                    if bad:
+                        item["evidence"] = [s for s in ev if s not in bad]
+                        _meta(item).setdefault("unresolved_evidence", []).extend(bad)
+                        self.warn(f"{head}[{i}].evidence", f"{', '.join(_short(b) for b in bad)} not the seq of an "
+                                                           "event of this run; kept in metadata.unresolved_evidence")
 
     def align(self) -> None:
         """Put the events in the order the normalizer returns them (by seq, or by time when none
@@ -399,8 +424,8 @@ class _Repairer:
         return False
 
 
-def normalize_lenient(raw: Any, location: Location | str | None = None, *,
-                      require_events: bool = True) -> tuple[dict[str, Any], list[Problem]]:
+def normalize_lenient(raw: Any, location: Location | str | None = None, *, require_events: bool = True,
+                      max_repairs: int = MAX_REPAIRS) -> tuple[dict[str, Any], list[Problem]]:
     """Normalize `raw`, repairing what does not map; returns ``(run, warnings)``.
 
     Raises `RunFormatError` when the record cannot be a run: not an object, no run id, no events
@@ -425,7 +450,7 @@ def normalize_lenient(raw: Any, location: Location | str | None = None, *,
     fixer.prepass()
     fixer.align()
     seen: dict[str, int] = {}
-    for _ in range(MAX_REPAIRS):
+    for _ in range(max_repairs):
         try:
             run = normalize_run(work, location)
             problem = storage_problem(run)
@@ -442,4 +467,4 @@ def normalize_lenient(raw: Any, location: Location | str | None = None, *,
                     fatal.problems = list(fixer.warnings)  # every problem of the run is reported
                     raise fatal from None
                 raise
-    raise RunFormatError(location, f"more than {MAX_REPAIRS} problems; giving up on this run")
+    raise RunFormatError(location, f"more than {max_repairs} problems; giving up on this run")
