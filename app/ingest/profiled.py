@@ -32,6 +32,14 @@ _FALSE = {"false", "fail", "failed", "no", "error", "failure", "0"}
 
 # --------------------------------------------------------------------------- files
 
+class Unreadable:
+    """A JSON Lines line that is not JSON (a truncated last line, a stray print): its text is kept."""
+
+    def __init__(self, text: str, reason: str) -> None:
+        self.text = text
+        self.reason = reason
+
+
 def role_of(profile: Profile, rel: str) -> tuple[str, str | None] | None:
     """(role, param) of a file by the profile's ``files`` globs (first match wins); a glob without
     ``/`` also matches the bare file name. ``role:param`` gives a parameter (e.g. ``checks:L0``)."""
@@ -66,7 +74,8 @@ def read_records(path: Path, shown: str, list_key: str | None) -> list[tuple[Any
                 try:
                     out.append((json.loads(raw.decode("utf-8")), Location(shown, lineno)))
                 except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-                    raise RunFormatError(Location(shown, lineno), f"not valid JSON: {exc}") from None
+                    out.append((Unreadable(raw.decode("utf-8", "replace")[:10000], str(exc)),
+                                Location(shown, lineno)))
         return out
     doc = load_doc(path, shown)
     pointer = ""
@@ -567,6 +576,12 @@ class ProfiledRun:
                     continue
                 leftovers: Counter = Counter()
                 for obj, loc in recs:
+                    if isinstance(obj, Unreadable):
+                        self.warn(loc, f"not valid JSON ({obj.reason}); the line is kept as a log event")
+                        ev = {"kind": "log", "actor": "system", "visibility": "private", "content": obj.text,
+                              "metadata": {"unreadable_line": True}}
+                        entries.append((ev, loc, rank))
+                        continue
                     if not isinstance(obj, dict):
                         obj = {"content": obj if isinstance(obj, str) else json.dumps(obj)}
                         self.warn(loc, "a record that is not an object; kept as a log event")
@@ -705,6 +720,9 @@ class ProfiledRun:
                 self.warn(exc.location, f"file not read: {exc.message}")
                 continue
             for obj, loc in recs:
+                if isinstance(obj, Unreadable):
+                    self.warn(loc, f"not valid JSON ({obj.reason}); kept in metadata.hops")
+                    obj = {"unreadable_line": obj.text}
                 if not isinstance(obj, dict):
                     extra.append(obj)
                     continue
@@ -751,6 +769,7 @@ class ProfiledRun:
             base = rel.rsplit("/", 1)[0] + "/" if "/" in rel else ""
             for obj, loc in recs:
                 if not isinstance(obj, dict):
+                    self.warn(loc, "an artifact index record must be an object; not used")
                     continue
                 obj = dict(obj)
                 f, name = self.take(obj, "artifact_index", "file")
@@ -913,6 +932,10 @@ class ProfiledRun:
                     continue
                 self.leftover: Counter = Counter()
                 for obj, loc in recs:
+                    if isinstance(obj, Unreadable):
+                        self.warn(loc, f"not valid JSON ({obj.reason}); kept in metadata.unmapped_audits")
+                        unmapped_audits.append({"unreadable_line": obj.text, "file": rel})
+                        continue
                     if not isinstance(obj, dict):
                         self.warn(loc, "an audit record must be an object; kept in metadata.unmapped_audits")
                         unmapped_audits.append({"record": obj, "file": rel})

@@ -391,3 +391,19 @@ def test_a_runs_file_named_like_a_manifest_is_still_read_as_runs(tmp_path):
     (tmp_path / "index.jsonl").write_text("".join(json.dumps(r) + "\n" for r in runs))
     items, got = _read(tmp_path)
     assert sorted(got) == sorted(r["run_id"] for r in runs) and not any(i.error for i in items)
+
+
+def test_a_line_that_is_not_json_is_kept_as_a_log_event(trees, tmp_path):
+    import shutil
+
+    root = tmp_path / "chatlog"
+    shutil.copytree(trees["chatlog"]["root"], root)
+    path = root / "commerce" / "car_dealer" / "cd-0000" / "transcript.jsonl"
+    with open(path, "a", encoding="utf-8") as f:
+        f.write('{"idx": 6, "speaker": "buyer", "msg": "trunc\n')
+    items, runs = _read(root, profile=inspect_tree(trees["chatlog"]["root"]).profile)
+    run = runs["cd-0000"]
+    (ev,) = [e for e in run["events"] if e["metadata"].get("unreadable_line")]
+    assert ev["kind"] == "log" and ev["content"].startswith('{"idx": 6')
+    item = next(i for i in items if i.run and i.run["run_id"] == "cd-0000")
+    assert any(w["location"] == f"{path}:6" and "not valid JSON" in w["message"] for w in item.warnings)
