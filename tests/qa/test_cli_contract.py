@@ -1,5 +1,5 @@
 """QA regressions for the command line (interfaces.md): failures exit non-zero with ONE line,
-`import` ends with exactly `imported N, unchanged M, rejected K`."""
+`import` ends with exactly `imported N, unchanged M, rejected K, warnings W`."""
 from __future__ import annotations
 
 import json
