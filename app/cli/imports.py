@@ -132,7 +132,7 @@ def import_cmd(paths: tuple[str, ...], fmt: str | None, mapping: str | None, rep
         if len(summary.warnings) > 20:
             click.echo(f"  ... and {len(summary.warnings) - 20} more", err=True)
     if summary.unknown_modes:
-        click.echo("modes matching nothing in the taxonomy (kept in run metadata.unmapped_audits): "
+        click.echo("modes matching nothing in the taxonomy (kept, no judge label made from them): "
                    + ", ".join(f"{m!r} ({n})" for m, n in sorted(summary.unknown_modes.items())), err=True)
     if summary.unused_files:
         click.echo(f"{len(summary.unused_files)} file(s) not used" + (":" if show_unused else

@@ -225,6 +225,8 @@ def load_items(engine: Engine, items: Iterable[Any], *, replace: bool = False, b
                         location += f": field {exc.field}"
                     summary.errors.append({"location": location, "message": _message(exc)})
                 else:
+                    if outcome != "unchanged" and run.get("audits"):
+                        _count_unknown_modes(session, run, summary, cache)
                     if outcome == "imported":
                         summary.imported += 1
                     elif outcome == "replaced":
@@ -245,6 +247,15 @@ def load_items(engine: Engine, items: Iterable[Any], *, replace: bool = False, b
     finally:
         session.close()
     return summary
+
+
+def _count_unknown_modes(session: Session, run: dict, summary: ImportSummary, cache: dict) -> None:
+    """Audits whose mode is in no taxonomy stay in the audit table only (no judge label): name them."""
+    from app.taxonomies.service import taxonomy_for_mode
+
+    for audit in run["audits"]:
+        if taxonomy_for_mode(session, audit["mode"], cache) is None:
+            summary.unknown_modes[audit["mode"]] = summary.unknown_modes.get(audit["mode"], 0) + 1
 
 
 def _message(exc: Exception) -> str:

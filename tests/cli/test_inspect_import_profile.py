@@ -32,7 +32,7 @@ def test_inspect_write_profile_import_report_strict(tmp_path):
     assert sum(1 for x in lines if x["type"] == "warning") == n_warn > 0
     assert [x["path"] for x in lines if x["type"] == "unused_file"] == info["unused"]
     assert {"type": "unknown_mode", "mode": "sycophantic capitulation", "count": 1} in lines
-    assert "modes matching nothing in the taxonomy" in r.stderr and "'sycophantic capitulation' (1)" in r.stderr
+    assert "modes matching nothing in the taxonomy (kept" in r.stderr and "'sycophantic capitulation' (1)" in r.stderr
 
     bad = tmp_path / "bad.yaml"
     bad.write_text("profile: 1\nname: x\nkeys: {conversation: {sender: from}}\n")

@@ -153,3 +153,15 @@ def test_run_page_shows_checks_to_reviewers_only(engine, trees):
     c2 = TestClient(create_app(engine))
     login(c2, "ann")
     assert "L1.no_floor_disclosure" not in c2.get("/runs/ep-000-renewal").text
+
+
+def test_an_audit_mode_in_no_taxonomy_is_named_in_the_summary(engine, tmp_path):
+    from app.demo.generator import generate_runs
+
+    run = next(iter(generate_runs(1, 8))).run
+    run["audits"] = [{"source": "judge-z", "level": "L2", "mode": "MYSTERY9", "agent": None, "evidence": [],
+                      "note": None, "metadata": {}}]
+    path = tmp_path / "runs.jsonl"
+    path.write_text(json.dumps(run) + "\n")
+    summary = import_paths(engine, [str(path)])
+    assert summary.imported == 1 and summary.unknown_modes == {"MYSTERY9": 1}
