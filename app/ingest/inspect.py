@@ -308,7 +308,7 @@ def path_template(rels: list[str]) -> str | None:
     return "/".join("{" + str(x) + "}" for x in names)
 
 
-def _pattern(rel: str, varying_stems: set[str]) -> str:
+def _pattern(rel: str) -> str:
     """A file's glob: top-level files by name; files in a subdirectory by ``dir/*.ext`` (their
     names are agents, artifacts...), except audit levels (``l0_checks.jsonl``), kept by name."""
     parts = rel.split("/")
@@ -404,7 +404,7 @@ def _vocab(values: Counter, words: dict, canonical: tuple) -> tuple[dict, list]:
     return table, unknown
 
 
-def _classify(group: FileGroup, sample_names: list[str]) -> tuple[str | None, str | None]:
+def _classify(group: FileGroup) -> tuple[str | None, str | None]:
     pat = group.pattern.lower()
     stem = os.path.splitext(pat.rsplit("/", 1)[-1])[0]
     top = pat.split("/")[0]
@@ -488,7 +488,7 @@ def inspect_tree(root: str | os.PathLike, taxonomy: Any = None) -> Inspection:
                 for f in files:
                     rel = (sub / f).relative_to(d).as_posix()
                     role = builtin_role(rel)
-                    g = ins.groups.setdefault(_pattern(rel, set()), FileGroup(_pattern(rel, set())))
+                    g = ins.groups.setdefault(_pattern(rel), FileGroup(_pattern(rel)))
                     g.files += 1
                     g.role, g.param = (role if role else (None, None))
         ins.unmapped = [g.pattern for g in ins.groups.values() if g.role is None]
@@ -517,7 +517,7 @@ def inspect_tree(root: str | os.PathLike, taxonomy: Any = None) -> Inspection:
         for sub, files in _walk(d):
             for f in files:
                 rel = (sub / f).relative_to(d).as_posix()
-                pat = _pattern(rel, set())
+                pat = _pattern(rel)
                 g = ins.groups.setdefault(pat, FileGroup(pat))
                 g.files += 1
                 recs, list_key = _records(d / rel)
@@ -531,7 +531,7 @@ def inspect_tree(root: str | os.PathLike, taxonomy: Any = None) -> Inspection:
         if any(g.pattern == m for m in markers):
             g.role = "metadata"
         else:
-            g.role, g.param = _classify(g, [])
+            g.role, g.param = _classify(g)
     ins.profile = _build_profile(ins, root, markers, taxonomy if taxonomy is not None else load_taxonomy(None))
     ins.unmapped = [g.pattern for g in ins.groups.values() if g.role is None]
     return ins

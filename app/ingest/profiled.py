@@ -18,7 +18,7 @@ from collections import Counter
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from app.ingest.canonical import STATUSES, Location, RunFormatError, epoch_to_iso, ts_key, ts_order
+from app.ingest.canonical import Location, RunFormatError, epoch_to_iso, ts_key, ts_order
 from app.ingest.items import ImportItem
 from app.ingest.lenient import normalize_lenient
 from app.ingest.profile import Profile, dotted_get, dotted_pop, fill, key_candidates
@@ -1118,7 +1118,3 @@ def load_taxonomy(key: str | None):
         if t.key == key:
             return t
     return None
-
-
-def status_word(value: Any) -> bool:
-    return isinstance(value, str) and value in STATUSES
