@@ -98,8 +98,10 @@ def test_reports_agreement_exports_and_rest_on_the_imported_runs(client, trees, 
     rows = client.get("/api/v1/reports/outcomes", params={"by": "principal"}).json()
     rows = rows.get("rows", rows) if isinstance(rows, dict) else rows
     assert rows and all(row["principal_known"] > 0 for row in rows)  # per-principal outcomes are not empty
-    agree = client.get("/api/v1/agreement", params={"level": "run"})
+    agree = client.get("/api/v1/agreement", params={"level": "run", "include_judges": "true"})
     assert agree.status_code == 200, agree.text
+    cf1 = next(m for m in agree.json()["modes"] if m["mode"] == "CF1")  # judge-x's "no failure" on cd-0001
+    assert (cf1["n_units"], cf1["percent"]["value"]) == (3, pytest.approx(2 / 3))
     text = client.get("/api/v1/exports/checks.csv")
     assert text.status_code == 200
     checks = list(csv.DictReader(io.StringIO(text.text)))
