@@ -40,3 +40,28 @@ def test_inspect_write_profile_import_report_strict(tmp_path):
     assert r.returncode == 1 and len(r.stderr.strip().splitlines()) == 1
     assert "keys.conversation.sender: unknown key" in r.stderr
     assert run_cli(["inspect", "--help"], db).returncode == 0
+
+
+def test_inspect_a_zip_and_a_single_file(tmp_path):
+    import zipfile
+
+    from click.testing import CliRunner
+
+    from app.cli import cli as main
+    from app.ingest.profile import load_profile
+    from tests.ingest.release_fixtures import build_episodes
+
+    info = build_episodes(tmp_path / "ep", n_runs=2)
+    archive = tmp_path / "ep.zip"
+    with zipfile.ZipFile(archive, "w") as z:
+        for p in sorted(info["root"].rglob("*")):
+            if p.is_file():
+                z.write(p, p.relative_to(info["root"]).as_posix())
+    prof = tmp_path / "p.yaml"
+    r = CliRunner().invoke(main, ["inspect", str(archive), "--write-profile", str(prof)])
+    assert r.exit_code == 0, r.output
+    assert f"inspected {archive}" in r.output and "run directories: 2" in r.output
+    assert load_profile(prof).spec["keys"]["conversation"]["actor"] == "who"
+    one = info["root"] / "ep-000-renewal" / "header.json"
+    r = CliRunner().invoke(main, ["inspect", str(one)])
+    assert r.exit_code == 0 and "a single file, format canonical" in r.output
