@@ -28,6 +28,8 @@ Recognised names inside a run directory (case-insensitive; role in brackets):
 * ``metrics.json``, ``outcome.json``, ``outcomes.json`` [metrics]: ``aggregate_score``,
   ``status`` and ``outcomes`` (``{principal_id: {success, score, metrics}}``) fill the run;
   other keys go to run ``metadata.metrics``.
+* ``checks.json(l)`` [checks]: deterministic pass/fail checks (``check_id``, ``passed``, no mode),
+  next to the audits; a missing ``source`` defaults to the file stem.
 * audits [audits]: ``l0.json(l)`` (level L0), ``l1.json(l)`` (L1), ``l2*.json(l)`` and
   ``judgments*.json(l)`` (L2), ``audit*.json(l)``; at the top of the run directory or in an
   ``audits/``, ``judgments/`` or ``evals/`` subdirectory. An array, JSON Lines, or
@@ -97,7 +99,7 @@ _TOP_NAMES = {
     "metrics.json": "metrics", "outcome.json": "metrics", "outcomes.json": "metrics",
 }
 ROLES = ("metadata", "scenario", "scenario_text", "principals", "agents", "events", "conversation", "hops",
-         "trajectory", "metrics", "audits", "artifact", "log", "ignore")
+         "trajectory", "metrics", "audits", "checks", "artifact", "log", "ignore")
 AUDIT_DIRS = ("audits", "audit", "judgments", "evals", "eval")
 SIDECAR_SUFFIXES = (".context.json", ".context.jsonl", ".agent-card.json")
 MAX_INLINE_ARTIFACT = 1 << 20
@@ -108,7 +110,7 @@ _EVENT_ALIASES = (("kind", ("type", "event_type")),
                   ("ts", ("timestamp", "time", "created_at")))
 _AUDIT_ALIASES = (("mode", ("failure_mode", "code")), ("source", ("judge", "checker")),
                   ("note", ("rationale", "reason", "explanation")), ("evidence", ("evidence_seqs",)))
-_INDEXED_FIELD = re.compile(r"^(events|audits|principals|agents)\[(\d+)\]")
+_INDEXED_FIELD = re.compile(r"^(events|audits|checks|principals|agents)\[(\d+)\]")
 
 
 # --------------------------------------------------------------------------- mapping file
@@ -158,7 +160,7 @@ def load_mapping(mapping: str | os.PathLike | dict | Mapping | None) -> Mapping:
         if not isinstance(glob, str) or not isinstance(role, str):
             raise MappingError(f"{where}: glob and role must be strings ({glob!r}: {role!r})")
         base, _, param = role.partition(":")
-        if base not in ROLES or (param and base not in ("trajectory", "audits")):
+        if base not in ROLES or (param and base not in ("trajectory", "audits", "checks")):
             raise MappingError(f"{where}: unknown role {role!r} for {glob!r} "
                              f"(expected one of {', '.join(ROLES)}, trajectory:<agent>, audits:<level>)")
         rules.append((glob, base, param or None))
@@ -185,6 +187,8 @@ def builtin_role(rel: str) -> tuple[str, str | None] | None:
             return "audits", "L2"
         if stem.startswith("audit"):
             return "audits", None
+        if stem == "checks" or stem.startswith(("checks_", "checks-")):
+            return "checks", None
     if depth == 0:
         if low in METADATA_NAMES:
             return "metadata", None
@@ -418,6 +422,7 @@ class _RunDir:
         self.metrics(raw)
         self.events(raw, origins)
         self.audits(raw, origins)
+        self.checks(raw, origins)
         logs = [rel for rel, _ in self.by_role("log")]
         if logs:
             self.used.update(logs)
@@ -669,6 +674,32 @@ class _RunDir:
         if items or inline is not None:
             raw["audits"] = items
         origins["audits"] = locs
+
+
+    def checks(self, raw: dict, origins: dict[str, list[Location]]) -> None:
+        items: list = []
+        locs: list[Location] = []
+        inline = raw.get("checks")
+        if isinstance(inline, list):
+            items.extend(inline)
+            locs.extend(Location(self.shown_dir, pointer=f"checks[{i}]") for i in range(len(inline)))
+        for rel, level in self.by_role("checks"):
+            stem = os.path.splitext(rel.rsplit("/", 1)[-1])[0]
+            for obj, loc in self.records(rel, ("checks", "results", "items")):
+                if not isinstance(obj, dict):
+                    self.warn(loc, "a check must be a JSON object; kept in metadata.unmapped_checks")
+                    if isinstance(raw.get("metadata"), dict):
+                        raw["metadata"].setdefault("unmapped_checks", []).append(obj)
+                    continue
+                entry = dict(obj)
+                entry.setdefault("source", stem)
+                if level is not None:
+                    entry.setdefault("level", level)
+                items.append(entry)
+                locs.append(loc)
+        if items or inline is not None:
+            raw["checks"] = items
+        origins["checks"] = locs
 
 
 # --------------------------------------------------------------------------- walking a tree

@@ -407,3 +407,22 @@ def test_a_line_that_is_not_json_is_kept_as_a_log_event(trees, tmp_path):
     assert ev["kind"] == "log" and ev["content"].startswith('{"idx": 6')
     item = next(i for i in items if i.run and i.run["run_id"] == "cd-0000")
     assert any(w["location"] == f"{path}:6" and "not valid JSON" in w["message"] for w in item.warnings)
+
+
+def test_a_run_with_checks_round_trips_through_every_shape(tmp_path):
+    from app.demo.generator import generate_runs
+    from app.ingest import write_files, write_json_array, write_jsonl, write_tree, write_wire
+
+    run = next(iter(generate_runs(1, 3))).run
+    run["checks"] = [{"source": "harness", "level": "L0", "check_id": "protocol.ok", "passed": False,
+                      "agent": run["agents"][0]["id"], "evidence": [0], "detail": "d", "metadata": {"k": 1}}]
+    run = normalize_run(run)
+    for name, write, target in (("array", write_json_array, tmp_path / "a.json"),
+                                ("jsonl", write_jsonl, tmp_path / "a.jsonl"),
+                                ("files", write_files, tmp_path / "files"),
+                                ("tree", write_tree, tmp_path / "tree"),
+                                ("wire", write_wire, tmp_path / "w.jsonl")):
+        write([run], target)
+        items = list(iter_path(target))
+        assert [i.run for i in items if i.run] == [run], name
+        assert not any(i.warnings or i.unused_files or i.error for i in items), name
