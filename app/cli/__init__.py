@@ -22,6 +22,7 @@ COMMANDS = [
     ("app.cli.agreement", "agreement"),
     ("app.cli.detect", "detect"),
     ("app.cli.record", "record"),
+    ("app.cli.inspect", "inspect_cmd"),
 ]
 
 

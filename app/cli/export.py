@@ -30,7 +30,7 @@ def _split(values: tuple[str, ...]) -> list[str]:
 @one_line_errors
 def export(fmt: str, out_dir: str, tables: tuple[str, ...], source: str, taxonomy: str | None,
            annotator: str | None) -> None:
-    """Export the database: runs, scenarios, agents, principals, events, audits, annotations,
+    """Export the database: runs, scenarios, agents, principals, events, audits, checks, annotations,
     gold labels and the reports, one file per table (schema: docs/export-schema.md).
 
     runs_canonical (JSON Lines only) holds whole canonical runs for `a2annotate import`;

@@ -36,6 +36,21 @@ def estimate_runs(paths) -> int | None:
     return total
 
 
+def write_report(summary, path: str) -> None:
+    """JSON Lines: one object per warning, rejection, unknown mode and unused file."""
+    import json
+
+    with open(path, "w", encoding="utf-8") as f:
+        for w in summary.warnings:
+            f.write(json.dumps({"type": "warning", **w}, ensure_ascii=False) + "\n")
+        for e in summary.errors:
+            f.write(json.dumps({"type": "rejected", **e}, ensure_ascii=False) + "\n")
+        for name, n in sorted(summary.unknown_modes.items()):
+            f.write(json.dumps({"type": "unknown_mode", "mode": name, "count": n}, ensure_ascii=False) + "\n")
+        for u in summary.unused_files:
+            f.write(json.dumps({"type": "unused_file", "path": u}, ensure_ascii=False) + "\n")
+
+
 class _Progress:
     """A progress bar on a terminal (stderr) when the number of runs can be counted up front,
     else a live counter; silent when stderr is not a terminal."""
@@ -79,25 +94,51 @@ class _Progress:
               help="Mapping file (YAML/JSON) naming files of a per-run directory tree.")
 @click.option("--replace", is_flag=True, help="Overwrite runs already stored with different content.")
 @click.option("--show-unused", is_flag=True, help="List every file of a directory tree that was not used.")
+@click.option("--profile", "profile", default=None, metavar="FILE|NAME",
+              help="Import profile (YAML) saying how to read directory trees, or a built-in profile's name "
+                   "(default: the profile `a2annotate inspect` infers for each tree).")
+@click.option("--strict", is_flag=True,
+              help="Reject every run that needed a warning (each problem is listed), instead of keeping it.")
+@click.option("--report", "report", type=click.Path(dir_okay=False, writable=True), default=None,
+              help="Write every warning, rejection, unknown mode and unused file to FILE as JSON Lines.")
 @one_line_errors
-def import_cmd(paths: tuple[str, ...], fmt: str | None, mapping: str | None, replace: bool, show_unused: bool) -> None:
+def import_cmd(paths: tuple[str, ...], fmt: str | None, mapping: str | None, replace: bool, show_unused: bool,
+               profile: str | None, strict: bool, report: str | None) -> None:
     """Import runs from PATHS (canonical JSON/JSONL, per-run directory trees, A2A wire logs,
     MAST's MAD files, Who&When records, OTLP trace files).
 
     Each run is stored atomically; a malformed run is reported with its file and line and
-    leaves nothing behind, while the other runs still import. Ends with the summary line
-    `imported N, unchanged M, rejected K`; exits 1 when any run was rejected.
+    leaves nothing behind, while the other runs still import. Directory trees are read
+    leniently: what does not map is kept (in metadata or as log events) and counted as a
+    warning; only a run with no id or no events is rejected (`--strict`: any warning rejects).
+    Ends with the summary line `imported N, unchanged M, rejected K, warnings W`; exits 1 when
+    any run was rejected.
     """
     from app.ingest.loader import import_paths
+    from app.ingest.profile import load_profile
 
+    prof = load_profile(profile) if profile else None  # a bad profile: one line naming the key
     tty = is_tty()
     progress = _Progress(tty, estimate_runs(paths) if tty else None)
     try:
-        summary = import_paths(checked_engine(), paths, fmt=fmt, mapping=mapping, replace=replace, progress=progress)
+        summary = import_paths(checked_engine(), paths, fmt=fmt, mapping=mapping, replace=replace, progress=progress,
+                               profile=prof, strict=strict)
     finally:
         progress.close()
+    if report:
+        write_report(summary, report)
     for err in summary.errors:
         click.echo(f"rejected: {err['location']}: {err['message']}", err=True)
+    if summary.warnings:
+        click.echo(f"{len(summary.warnings)} warning(s): what did not map was kept and reported"
+                   + (f" (all in {report})" if report else " (write them all with --report FILE)"), err=True)
+        for w in summary.warnings[:20]:
+            click.echo(f"  warning: {w['location']}: {w['message']}", err=True)
+        if len(summary.warnings) > 20:
+            click.echo(f"  ... and {len(summary.warnings) - 20} more", err=True)
+    if summary.unknown_modes:
+        click.echo("modes matching nothing in the taxonomy (kept, no judge label made from them): "
+                   + ", ".join(f"{m!r} ({n})" for m, n in sorted(summary.unknown_modes.items())), err=True)
     if summary.unused_files:
         click.echo(f"{len(summary.unused_files)} file(s) not used" + (":" if show_unused else
                    " (list them with --show-unused)"), err=True)

@@ -182,6 +182,19 @@ _BASE_TABLES: tuple[TableSpec, ...] = (
         METADATA,
     ), labels=True, notes="Machine judges' labels: an annotator gets 403 under blind mode (as the runs API withholds "
                           "audits from them)."),
+    TableSpec("checks", "One row per deterministic pass/fail check (L0/L1) shipped with a run; checks name no "
+                        "failure mode.", (
+        RUN_ID,
+        _c("position", "int64", "Order of the check in the run record (0-based)."),
+        _c("source", "string", "The checker (file or tool that produced it)."),
+        _c("level", "string", "Check level (L0, L1, ...)."),
+        _c("check_id", "string", "The check's id, e.g. `protocol.messages_well_formed`."),
+        _c("passed", "bool", "True when the check passed, false when it failed; null when not given."),
+        _c("agent", "string", "Responsible agent it named; null when none."),
+        _c("evidence", "list<int64>", "Event seqs it cited."),
+        _c("detail", "string", "Its detail text."),
+        METADATA,
+    ), labels=True, notes="Machine judgments of the run: an annotator gets 403 under blind mode, like `audits`."),
     TableSpec(
         "annotations",
         "One row per label, plus one row (with `mode` null) for each annotation without labels "

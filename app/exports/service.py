@@ -32,7 +32,7 @@ from sqlmodel import Session
 from app.annotations.models import Annotation, GoldLabel, GoldRun, Label
 from app.auth.models import User
 from app.exports.schema import FORMATS, TABLES, TableSpec, arrow_schema, table_spec
-from app.runs.models import Agent, Audit, Event, Principal, Run, Scenario
+from app.runs.models import Agent, Audit, Check, Event, Principal, Run, Scenario
 from app.taxonomies.models import Taxonomy
 
 __all__ = [
@@ -207,6 +207,14 @@ def _audits(session: Session, opts: ExportOptions) -> Iterator[list[dict]]:
         "evidence": list(r[7] or []), "note": r[8], "metadata": r[9] or {}})
 
 
+def _checks(session: Session, opts: ExportOptions) -> Iterator[list[dict]]:
+    stmt = select(Check.id, Run.run_id, Check.position, Check.source, Check.level, Check.check_id, Check.passed,
+                  Check.agent, Check.evidence, Check.detail, Check.extra).join(Run, Run.id == Check.run_pk)
+    return _mapped(session, stmt, Check.id, opts.rows_per_chunk("checks"), lambda r: {
+        "run_id": r[1], "position": r[2], "source": r[3], "level": r[4], "check_id": r[5], "passed": r[6],
+        "agent": r[7], "evidence": list(r[8] or []), "detail": r[9], "metadata": r[10] or {}})
+
+
 def _categories(session: Session) -> dict[int, dict[str, str]]:
     return {t.id: {m["code"]: m["category"] for m in t.definition.get("modes", [])}
             for t in session.execute(select(Taxonomy)).scalars()}
@@ -314,6 +322,7 @@ def _runs_canonical(session: Session, opts: ExportOptions) -> Iterator[list[dict
                 run["metadata"].pop("demo_truth", None)
             if opts.withhold_audits:
                 run["audits"] = []
+                run.pop("checks", None)
         yield out
 
 
@@ -339,6 +348,7 @@ _READERS: dict[str, Callable[[Session, ExportOptions], Iterator[list[dict]]]] = 
     "agents": _agents,
     "events": _events,
     "audits": _audits,
+    "checks": _checks,
     "annotations": _annotations,
     "annotations_canonical": _annotations_canonical,
     "gold_labels": _gold_labels,

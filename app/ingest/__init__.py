@@ -10,6 +10,11 @@ Public API:
 * writers `write_json_array`, `write_jsonl`, `write_files`, `write_tree`, `write_wire`
   (app.ingest.writers).
 
+Directory trees are read leniently (app.ingest.lenient) through an import profile
+(app.ingest.profile: `load_profile`, built-in profiles in app/ingest/profiles/); `iter_path(...,
+profile=...)` takes one, else the profile app.ingest.inspect infers is used (`inspect_tree`,
+`infer_profile`, `render`, `profile_text` back `a2annotate inspect`).
+
 The database loader lives in app.ingest.loader.
 """
 from app.ingest.canonical import Location, RunFormatError, content_hash, normalize_run

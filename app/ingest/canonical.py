@@ -13,6 +13,8 @@ importer yields and everything downstream reads::
      "events": [{"seq", "ts", "kind", "actor", "recipients", "visibility", "content", "data",
                  "parent_seq", "hop", "metadata"}],
      "audits": [{"source", "level", "mode", "agent", "evidence": [int], "note", "metadata"}],
+     "checks": [{"source", "level", "check_id", "passed", "agent", "evidence": [int], "detail",
+                 "metadata"}],   # present only when the run has checks
      "metadata": {}}
 
 Rules applied (the spec is /work/shared/spec/run-format.md):
@@ -55,7 +57,7 @@ PRINCIPAL_KINDS = ("person", "organization")
 SYSTEM_ACTOR = "system"
 
 RUN_KEYS = ("run_id", "scenario", "status", "aggregate_score", "started_at", "ended_at", "principals",
-            "agents", "events", "audits", "metadata")
+            "agents", "events", "audits", "checks", "metadata")
 SCENARIO_KEYS = ("id", "family", "alignment", "title", "description", "metadata")
 PRINCIPAL_KEYS = ("id", "name", "kind", "objective", "constraints", "outcome", "metadata")
 OUTCOME_KEYS = ("success", "score", "metrics")
@@ -63,6 +65,7 @@ AGENT_KEYS = ("id", "principal", "role", "model", "harness", "private_state", "m
 EVENT_KEYS = ("seq", "ts", "kind", "actor", "recipients", "visibility", "content", "data", "parent_seq",
               "hop", "metadata")
 AUDIT_KEYS = ("source", "level", "mode", "agent", "evidence", "note", "metadata")
+CHECK_KEYS = ("source", "level", "check_id", "passed", "agent", "evidence", "detail", "metadata")
 
 
 @dataclass(frozen=True)
@@ -261,7 +264,10 @@ class _Normalizer:
         if isinstance(value, (int, float)) and not isinstance(value, bool):
             if not math.isfinite(value):
                 self.fail(path, "timestamp must be finite")
-            return epoch_to_iso(float(value))
+            try:
+                return epoch_to_iso(float(value))
+            except (OverflowError, OSError, ValueError):
+                self.fail(path, f"epoch timestamp {value!r} is out of range"[:200])
         if not isinstance(value, str):
             self.fail(path, f"must be an ISO 8601 timestamp string, got {_tname(value)}")
         try:
@@ -361,7 +367,9 @@ class _Normalizer:
         n_events = len(events)
         audits = [self.audit(a, f"audits[{i}]", agent_ids | principal_ids, n_events)
                   for i, a in enumerate(self.list_of_objects(raw.get("audits"), "audits"))]
-        return {
+        checks = [self.check(c, f"checks[{i}]", agent_ids | principal_ids, n_events)
+                  for i, c in enumerate(self.list_of_objects(raw.get("checks"), "checks"))]
+        out = {
             "run_id": run_id,
             "scenario": scenario,
             "status": status,
@@ -374,6 +382,9 @@ class _Normalizer:
             "audits": audits,
             "metadata": metadata,
         }
+        if checks:  # only when present, so that runs without checks keep their content hash
+            out["checks"] = checks
+        return out
 
     def unique_ids(self, items: list[dict], path: str) -> set[str]:
         seen: dict[str, int] = {}
@@ -508,19 +519,7 @@ class _Normalizer:
         agent = self.opt_str(raw.get("agent"), f"{path}.agent")
         if agent is not None and agent not in known:
             self.fail(f"{path}.agent", f"{agent!r} is not an agent id or principal id of this run")
-        evidence_raw = raw.get("evidence")
-        if evidence_raw is None:
-            evidence_raw = []
-        if isinstance(evidence_raw, int) and not isinstance(evidence_raw, bool):
-            evidence_raw = [evidence_raw]
-        if not isinstance(evidence_raw, list):
-            self.fail(f"{path}.evidence", f"must be an array of event seqs, got {_tname(evidence_raw)}")
-        evidence = []
-        for j, s in enumerate(evidence_raw):
-            s = self.opt_int(s, f"{path}.evidence[{j}]")
-            if s is None or not 0 <= s < n_events:
-                self.fail(f"{path}.evidence[{j}]", f"{s} is not the seq of an event of this run")
-            evidence.append(s)
+        evidence = self.evidence(raw.get("evidence"), path, n_events)
         mode = raw.get("mode")
         if mode is None:  # an attribution (who and when, no mode) needs both
             if agent is None or not evidence:
@@ -537,6 +536,38 @@ class _Normalizer:
             "note": self.opt_str(raw.get("note"), f"{path}.note"),
             "metadata": metadata,
         }
+
+    def check(self, raw: dict, path: str, known: set[str], n_events: int) -> dict[str, Any]:
+        metadata = self.obj(raw.get("metadata"), f"{path}.metadata")
+        self.merge_unknown(metadata, raw, CHECK_KEYS, f"{path}.metadata")
+        agent = self.opt_str(raw.get("agent"), f"{path}.agent")
+        if agent is not None and agent not in known:
+            self.fail(f"{path}.agent", f"{agent!r} is not an agent id or principal id of this run")
+        return {
+            "source": self.req_str(raw, "source", f"{path}.source"),
+            "level": self.opt_str(raw.get("level"), f"{path}.level"),
+            "check_id": self.req_str(raw, "check_id", f"{path}.check_id"),
+            "passed": self.opt_bool(raw.get("passed"), f"{path}.passed"),
+            "agent": agent,
+            "evidence": self.evidence(raw.get("evidence"), path, n_events),
+            "detail": self.opt_str(raw.get("detail"), f"{path}.detail"),
+            "metadata": metadata,
+        }
+
+    def evidence(self, evidence_raw: Any, path: str, n_events: int) -> list[int]:
+        if evidence_raw is None:
+            evidence_raw = []
+        if isinstance(evidence_raw, int) and not isinstance(evidence_raw, bool):
+            evidence_raw = [evidence_raw]
+        if not isinstance(evidence_raw, list):
+            self.fail(f"{path}.evidence", f"must be an array of event seqs, got {_tname(evidence_raw)}")
+        evidence = []
+        for j, s in enumerate(evidence_raw):
+            s = self.opt_int(s, f"{path}.evidence[{j}]")
+            if s is None or not 0 <= s < n_events:
+                self.fail(f"{path}.evidence[{j}]", f"{s} is not the seq of an event of this run")
+            evidence.append(s)
+        return evidence
 
 
 def normalize_run(obj: Any, location: Location | str | None = None) -> dict[str, Any]:

@@ -10,9 +10,9 @@ with ``run_id``) -> "canonical", unless the (first) record has the keys of one o
 datasets: MAST's MAD (``mast_annotation``, or ``round`` + ``annotations``) -> "mad", Who&When
 (``history`` + ``mistake_agent``/``mistake_step``/``question_ID``) -> "whowhen". A pretty-printed single object is sniffed by its top-level keys.
 
-Directories: run directories go to the tree reader; every other file is sniffed and, when it is
-canonical or wire data, read as such (so a directory written by `write_files` reads back); the
-rest is reported as unused.
+Directories: run directories go to the tree reader (with the import profile given, or the one
+inferred for the tree); every other file is sniffed and, when it is canonical or wire data, read
+as such (so a directory written by `write_files` reads back); the rest is reported as unused.
 """
 from __future__ import annotations
 
@@ -173,7 +173,8 @@ def _read_file(path: Path, shown: str, fmt: str | None) -> Iterator[ImportItem]:
     return iter([error_item(shown, "cannot tell the format: not JSON, JSON Lines or an SSE stream")])
 
 
-def _iter_dir(path: str | os.PathLike, shown: str, fmt: str | None, mapping: Mapping) -> Iterator[ImportItem]:
+def _iter_dir(path: str | os.PathLike, shown: str, fmt: str | None, mapping: Mapping,
+              profile: Any = None) -> Iterator[ImportItem]:
     loose_fmt = fmt if fmt in ("canonical", "wire", *DATASET_FORMATS, *OTLP_FORMATS) else None
 
     def loose(p: Path, name: str) -> Iterator[ImportItem] | None:
@@ -182,11 +183,11 @@ def _iter_dir(path: str | os.PathLike, shown: str, fmt: str | None, mapping: Map
             logs = [s for s in p.parent.parent.iterdir() if s.is_file() and sniff_file(s) == "wire"]
             return iter(()) if logs else None
         if zipfile.is_zipfile(p):
-            return _iter_zip(p, name, mapping)
+            return _iter_zip(p, name, mapping, profile=profile)
         f = loose_fmt or sniff_file(p)
         return _read_file(p, name, f) if f else None
 
-    return iter_tree(path, mapping, display=shown, loose=loose)
+    return iter_tree(path, mapping, display=shown, loose=loose, profile=profile)
 
 
 def safe_extract(archive: zipfile.ZipFile, dest: str | os.PathLike, max_bytes: int = MAX_ZIP_BYTES) -> None:
@@ -221,7 +222,8 @@ def safe_extract(archive: zipfile.ZipFile, dest: str | os.PathLike, max_bytes: i
                 out.write(chunk)
 
 
-def _iter_zip(path: str | os.PathLike, shown: str, mapping: Mapping, fmt: str | None = None) -> Iterator[ImportItem]:
+def _iter_zip(path: str | os.PathLike, shown: str, mapping: Mapping, fmt: str | None = None,
+              profile: Any = None) -> Iterator[ImportItem]:
     with tempfile.TemporaryDirectory(prefix="a2annotate-zip-") as tmp:
         try:
             with zipfile.ZipFile(path) as archive:
@@ -229,38 +231,44 @@ def _iter_zip(path: str | os.PathLike, shown: str, mapping: Mapping, fmt: str | 
         except (ValueError, zipfile.BadZipFile, OSError) as exc:
             yield error_item(shown, f"zip archive rejected: {exc}")
             return
-        yield from _iter_dir(tmp, shown, fmt, mapping)
+        yield from _iter_dir(tmp, shown, fmt, mapping, profile)
 
 
 def iter_path(path: str | os.PathLike, format: str | None = None,
               mapping: str | os.PathLike | dict | Mapping | None = None, *,
-              summary: ReadSummary | None = None, display: str | None = None) -> Iterator[ImportItem]:
+              summary: ReadSummary | None = None, display: str | None = None,
+              profile: Any = None) -> Iterator[ImportItem]:
     """Yield an ImportItem per run (or per rejected run) read from a file, directory or zip.
 
-    `format` forces "canonical", "wire", "mad", "whowhen" or "tree" (for a directory it applies to
-    the loose files);
-    `mapping` is the tree mapping file (path or dict); `summary`, when given, is filled as the
-    items go by (runs, errors, unused files). Raises ValueError for an unknown format or a
+    `format` forces one of FORMATS ("canonical", "wire", "mad", "whowhen", "otlp", "openinference"
+    or "tree"; for a directory it applies to the loose files);
+    `mapping` is the tree mapping file (path or dict); `profile` the import profile for trees
+    (path, built-in name or Profile; default: inferred per tree); `summary`, when given, is
+    filled as the items go by (runs, errors, unused files, warnings). Raises ValueError for an unknown format or a
     malformed mapping; everything else wrong with the input comes back as error items.
     """
     if format is not None and format not in FORMATS:
         raise ValueError(f"unknown format {format!r}; expected one of {', '.join(FORMATS)}")
     mp = load_mapping(mapping)
+    if profile is not None:
+        from app.ingest.profile import load_profile
+
+        profile = load_profile(profile)  # a bad profile fails here, before anything is read
     shown = display if display is not None else os.fspath(path)
-    items = _iter_path(Path(path), shown, format, mp)
+    items = _iter_path(Path(path), shown, format, mp, profile)
     for item in items:
         if summary is not None:
             summary.add(item)
         yield item
 
 
-def _iter_path(path: Path, shown: str, fmt: str | None, mp: Mapping) -> Iterator[ImportItem]:
+def _iter_path(path: Path, shown: str, fmt: str | None, mp: Mapping, profile: Any = None) -> Iterator[ImportItem]:
     if path.is_dir():
-        yield from _iter_dir(path, shown, fmt, mp)
+        yield from _iter_dir(path, shown, fmt, mp, profile)
     elif not path.exists():
         yield error_item(shown, "no such file or directory")
     elif zipfile.is_zipfile(path):
-        yield from _iter_zip(path, shown, mp, fmt)
+        yield from _iter_zip(path, shown, mp, fmt, profile)
     elif fmt == "tree":
         yield error_item(shown, "a tree must be a directory or a zip archive")
     else:

@@ -19,6 +19,12 @@ class ImportItem:
     error: RunFormatError | None = None
     source: str = ""
     unused_files: list[str] = field(default_factory=list)
+    #: what a lenient reader could not map and kept aside: ``[{location, message, field?}]``
+    warnings: list[dict[str, Any]] = field(default_factory=list)
+    #: audit mode names that match nothing in the taxonomy (name -> count), kept in run metadata
+    unknown_modes: dict[str, int] = field(default_factory=dict)
+    #: further problems of a rejected run, beyond `error` (every problem is reported)
+    more_errors: list[RunFormatError] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -32,21 +38,43 @@ class ReadSummary:
     runs: int = 0
     errors: list[RunFormatError] = field(default_factory=list)
     unused_files: list[str] = field(default_factory=list)
+    warnings: list[dict[str, Any]] = field(default_factory=list)
 
     def add(self, item: ImportItem) -> None:
         if item.run is not None:
             self.runs += 1
         if item.error is not None:
             self.errors.append(item.error)
+            self.errors.extend(item.more_errors)
         self.unused_files.extend(item.unused_files)
+        self.warnings.extend(item.warnings)
 
 
 def item_from_raw(raw: Any, location: Location) -> ImportItem:
-    """Normalize `raw`; return an ImportItem holding the run or the RunFormatError."""
+    """Normalize `raw` (strictly: the canonical shape is our contract); return an ImportItem
+    holding the run, or the RunFormatError and, in `more_errors`, the run's other problems."""
     try:
         return ImportItem(run=normalize_run(raw, location), source=str(location))
     except RunFormatError as exc:
-        return ImportItem(error=exc, source=str(location))
+        return ImportItem(error=exc, source=str(location), more_errors=other_problems(raw, location, exc))
+
+
+def other_problems(raw: Any, location: Location, first: RunFormatError) -> list[RunFormatError]:
+    """The problems of `raw` besides `first` (found by the lenient normalizer, nothing stored)."""
+    import copy
+
+    from app.ingest.lenient import normalize_lenient
+
+    if not isinstance(raw, dict):
+        return []
+    try:
+        _, problems = normalize_lenient(copy.deepcopy(raw), location, max_repairs=200)
+    except RunFormatError as exc:
+        problems = getattr(exc, "problems", [])
+    except Exception:  # noqa: BLE001 - the first error is reported whatever happens here
+        return []
+    return [RunFormatError(location, p.message.split("; ", 1)[0], run_id=first.run_id, field=p.field)
+            for p in problems if p.field != first.field][:100]
 
 
 def error_item(location: Location | str, message: str, **kw: Any) -> ImportItem:

@@ -20,6 +20,7 @@ _PRINCIPAL_TEXT = (("id", 200),)
 _AGENT_TEXT = (("id", 200), ("principal", 200), ("role", 200), ("model", 200), ("harness", 200))
 _EVENT_TEXT = (("ts", 64), ("actor", 200))
 _AUDIT_TEXT = (("source", MAX_AUDIT_SOURCE), ("level", 40), ("mode", 40), ("agent", 200))
+_CHECK_TEXT = (("source", 200), ("level", 40), ("check_id", 200), ("agent", 200))
 
 
 def storage_problem(run: dict[str, Any], serialized: str | None = None) -> tuple[str, str] | None:
@@ -35,7 +36,8 @@ def storage_problem(run: dict[str, Any], serialized: str | None = None) -> tuple
     for key, limit in _SCENARIO_TEXT:
         if (p := _too_long((run.get("scenario") or {}).get(key), limit, f"scenario.{key}")) is not None:
             return p
-    for name, keys in (("principals", _PRINCIPAL_TEXT), ("agents", _AGENT_TEXT), ("audits", _AUDIT_TEXT)):
+    for name, keys in (("principals", _PRINCIPAL_TEXT), ("agents", _AGENT_TEXT), ("audits", _AUDIT_TEXT),
+                       ("checks", _CHECK_TEXT)):
         for i, obj in enumerate(run.get(name) or []):
             for key, limit in keys:
                 if (p := _too_long(obj.get(key), limit, f"{name}[{i}].{key}")) is not None:

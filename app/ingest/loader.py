@@ -20,7 +20,7 @@ from sqlmodel import Session, select
 
 from app.ingest.canonical import RunFormatError, canonical_json
 from app.ingest.limits import storage_problem
-from app.runs.models import Agent, Audit, Event, Principal, Run, Scenario
+from app.runs.models import Agent, Audit, Check, Event, Principal, Run, Scenario
 
 
 @dataclass
@@ -31,15 +31,21 @@ class ImportSummary:
     rejected: int = 0
     errors: list[dict[str, str]] = field(default_factory=list)
     unused_files: list[str] = field(default_factory=list)
+    #: what lenient readers kept aside instead of rejecting: ``[{location, message, field?, run_id?}]``
+    warnings: list[dict[str, Any]] = field(default_factory=list)
+    #: audit mode names matching nothing in the taxonomy -> how often (kept in run metadata)
+    unknown_modes: dict[str, int] = field(default_factory=dict)
 
     def line(self) -> str:
-        """Returns the summary line, exactly `imported N, unchanged M, rejected K` (replaced runs
+        """Returns the summary line `imported N, unchanged M, rejected K, warnings W` (replaced runs
         count as imported; `replaced` says how many of them)."""
-        return f"imported {self.imported}, unchanged {self.unchanged}, rejected {self.rejected}"
+        return (f"imported {self.imported}, unchanged {self.unchanged}, rejected {self.rejected}, "
+                f"warnings {len(self.warnings)}")
 
     def to_dict(self) -> dict[str, Any]:
         return {"imported": self.imported, "unchanged": self.unchanged, "replaced": self.replaced,
-                "rejected": self.rejected, "errors": self.errors, "unused_files": self.unused_files}
+                "rejected": self.rejected, "errors": self.errors, "unused_files": self.unused_files,
+                "warnings": self.warnings, "unknown_modes": self.unknown_modes}
 
 
 class RunConflict(Exception):
@@ -91,9 +97,16 @@ def _write_content(session: Session, run_pk: int, run: dict[str, Any]) -> None:
          "extra": a.get("metadata") or {}}
         for i, a in enumerate(run.get("audits") or [])
     ]
+    checks = [
+        {"run_pk": run_pk, "position": i, "source": c["source"], "level": c.get("level"),
+         "check_id": c["check_id"], "passed": c.get("passed"), "agent": c.get("agent"),
+         "evidence": c.get("evidence") or [], "detail": c.get("detail"), "extra": c.get("metadata") or {}}
+        for i, c in enumerate(run.get("checks") or [])
+    ]
     conn = session.connection()
     copy = conn.dialect.name == "postgresql"
-    for table, rows in ((Principal, principals), (Agent, agents), (Event, events), (Audit, audits)):
+    for table, rows in ((Principal, principals), (Agent, agents), (Event, events), (Audit, audits),
+                        (Check, checks)):
         if not rows:
             continue
         if copy:  # COPY ... FROM STDIN on the run's own connection (inside its savepoint)
@@ -114,7 +127,7 @@ def _copy_rows(conn, table, rows: list[dict[str, Any]]) -> None:
 
 
 def _clear_content(session: Session, run_pk: int) -> None:
-    for table in (Event, Audit, Agent, Principal):
+    for table in (Event, Audit, Check, Agent, Principal):
         session.execute(delete(table).where(table.run_pk == run_pk))
 
 
@@ -161,8 +174,12 @@ def store_run(session: Session, run: dict[str, Any], *, replace: bool = False, s
 
 def load_items(engine: Engine, items: Iterable[Any], *, replace: bool = False, batch_size: int = 200,
                progress: Callable[[ImportSummary], None] | None = None,
-               after_store: Callable[[Session, Run, dict, dict], None] | None = None) -> ImportSummary:
+               after_store: Callable[[Session, Run, dict, dict], None] | None = None,
+               strict: bool = False) -> ImportSummary:
     """Store every `ImportItem` (run or parse error) from `items`; never raises for a bad run.
+
+    An item's `warnings` (what a lenient reader kept aside) are collected in the summary; with
+    `strict` a run with warnings is rejected instead, each warning one entry of `errors`.
 
     `after_store(session, run_row, run, cache)` runs inside the run's savepoint; `cache` lives for
     the whole import and is emptied whenever a run is rolled back.
@@ -174,9 +191,22 @@ def load_items(engine: Engine, items: Iterable[Any], *, replace: bool = False, b
     pending = 0
     try:
         for item in items:
-            if getattr(item, "error", None) is not None:
+            warnings = list(getattr(item, "warnings", None) or [])
+            for name, n in (getattr(item, "unknown_modes", None) or {}).items():
+                summary.unknown_modes[name] = summary.unknown_modes.get(name, 0) + n
+            if strict and warnings and getattr(item, "run", None) is not None:
+                summary.rejected += 1
+                rid = str(item.run.get("run_id"))
+                for w in warnings:
+                    summary.errors.append({"location": f"{w.get('location') or item.source}: run {rid}"
+                                           + (f": field {w['field']}" if w.get("field") else ""),
+                                           "message": f"(strict) {w['message']}"})
+                warnings = []
+            elif getattr(item, "error", None) is not None:
                 summary.rejected += 1
                 summary.errors.append(_error_dict(item.error, getattr(item, "source", None)))
+                for more in getattr(item, "more_errors", None) or []:
+                    summary.errors.append(_error_dict(more, getattr(item, "source", None)))
             elif getattr(item, "run", None) is not None:
                 run = item.run
                 savepoint = session.begin_nested()
@@ -195,6 +225,8 @@ def load_items(engine: Engine, items: Iterable[Any], *, replace: bool = False, b
                         location += f": field {exc.field}"
                     summary.errors.append({"location": location, "message": _message(exc)})
                 else:
+                    if outcome != "unchanged" and run.get("audits"):
+                        _count_unknown_modes(session, run, summary, cache)
                     if outcome == "imported":
                         summary.imported += 1
                     elif outcome == "replaced":
@@ -203,6 +235,7 @@ def load_items(engine: Engine, items: Iterable[Any], *, replace: bool = False, b
                     else:
                         summary.unchanged += 1
                     pending += 1
+            summary.warnings.extend(warnings)
             for f in getattr(item, "unused_files", None) or []:
                 summary.unused_files.append(f)
             if pending >= batch_size:
@@ -214,6 +247,15 @@ def load_items(engine: Engine, items: Iterable[Any], *, replace: bool = False, b
     finally:
         session.close()
     return summary
+
+
+def _count_unknown_modes(session: Session, run: dict, summary: ImportSummary, cache: dict) -> None:
+    """Audits whose mode is in no taxonomy stay in the audit table only (no judge label): name them."""
+    from app.taxonomies.service import taxonomy_for_mode
+
+    for audit in run["audits"]:
+        if taxonomy_for_mode(session, audit["mode"], cache) is None:
+            summary.unknown_modes[audit["mode"]] = summary.unknown_modes.get(audit["mode"], 0) + 1
 
 
 def _message(exc: Exception) -> str:
@@ -247,25 +289,30 @@ def _after_store_default(session: Session, row: Run, run: dict, cache: dict) -> 
 
 def import_paths(engine: Engine, paths: Iterable[str], *, fmt: str | None = None, mapping: str | None = None,
                  replace: bool = False, batch_size: int = 200,
-                 progress: Callable[[ImportSummary], None] | None = None) -> ImportSummary:
-    """Import every file or directory in `paths` (format auto-detected unless `fmt`)."""
+                 progress: Callable[[ImportSummary], None] | None = None,
+                 profile: Any = None, strict: bool = False) -> ImportSummary:
+    """Import every file or directory in `paths` (format auto-detected unless `fmt`).
+
+    `profile` (a path, a built-in profile name or a loaded profile) says how to read directory
+    trees; without one a tree is read with the profile `a2annotate inspect` infers for it.
+    `strict` rejects runs that needed any warning."""
     from app.ingest import iter_path
 
     def items():
         for p in paths:
-            yield from iter_path(p, format=fmt, mapping=mapping)
+            yield from iter_path(p, format=fmt, mapping=mapping, profile=profile)
 
     return load_items(engine, items(), replace=replace, batch_size=batch_size, progress=progress,
-                      after_store=_after_store_default)
+                      after_store=_after_store_default, strict=strict)
 
 
 def import_bytes(engine: Engine, data: bytes, filename: str, content_type: str = "",
-                 replace: bool = False) -> ImportSummary:
+                 replace: bool = False, strict: bool = False) -> ImportSummary:
     """Import an uploaded body (JSON array, JSON Lines, single run, wire log or zip)."""
     from app.ingest import iter_bytes
 
     return load_items(engine, iter_bytes(data, filename, content_type), replace=replace,
-                      after_store=_after_store_default)
+                      after_store=_after_store_default, strict=strict)
 
 
 def store_live_run(session: Session, run: dict[str, Any], *, source: str | None = None) -> str:

@@ -28,6 +28,8 @@ Recognised names inside a run directory (case-insensitive; role in brackets):
 * ``metrics.json``, ``outcome.json``, ``outcomes.json`` [metrics]: ``aggregate_score``,
   ``status`` and ``outcomes`` (``{principal_id: {success, score, metrics}}``) fill the run;
   other keys go to run ``metadata.metrics``.
+* ``checks.json(l)`` [checks]: deterministic pass/fail checks (``check_id``, ``passed``, no mode),
+  next to the audits; a missing ``source`` defaults to the file stem.
 * audits [audits]: ``l0.json(l)`` (level L0), ``l1.json(l)`` (L1), ``l2*.json(l)`` and
   ``judgments*.json(l)`` (L2), ``audit*.json(l)``; at the top of the run directory or in an
   ``audits/``, ``judgments/`` or ``evals/`` subdirectory. An array, JSON Lines, or
@@ -53,6 +55,17 @@ above, ``trajectory:<agent>``, ``audits:<level>``, and ``ignore`` (deliberately 
 Every file that nobody read is reported in `ImportItem.unused_files`. Files outside run
 directories are handed to a `loose` callback (the dispatcher imports canonical/wire files found
 there); those it cannot read are reported as unused too.
+
+Trees are read leniently (`app.ingest.lenient`): a run is rejected only when it has no id or no
+events; anything else that does not map is kept (``metadata``, ``original_<key>``, ``log``
+events) and listed in `ImportItem.warnings` with its file and line. A root manifest
+(``*manifest*``/``*index*`` JSON whose records map run-directory paths to run ids) is read as a
+manifest (the run id of a directory whose metadata gives none), never as runs.
+
+Import profiles (`app.ingest.profile`, docs/importing.md) describe other layouts; the names
+above are the built-in profile ``a2annotate``. `iter_tree(..., profile=None)` uses the profile
+`app.ingest.inspect.infer_profile` infers (this module's names when the tree uses them), and a
+profile that is not the built-in one is read by `app.ingest.profiled`.
 """
 from __future__ import annotations
 
@@ -69,8 +82,9 @@ from typing import Any
 
 import yaml
 
-from app.ingest.canonical import EVENT_KINDS, Location, RunFormatError, epoch_to_iso, normalize_run, ts_order
+from app.ingest.canonical import EVENT_KINDS, Location, RunFormatError, epoch_to_iso, ts_order
 from app.ingest.items import ImportItem
+from app.ingest.lenient import normalize_lenient
 
 METADATA_NAMES = ("run.json", "metadata.json", "run_metadata.json", "run.yaml", "run.yml")
 _TOP_NAMES = {
@@ -85,7 +99,7 @@ _TOP_NAMES = {
     "metrics.json": "metrics", "outcome.json": "metrics", "outcomes.json": "metrics",
 }
 ROLES = ("metadata", "scenario", "scenario_text", "principals", "agents", "events", "conversation", "hops",
-         "trajectory", "metrics", "audits", "artifact", "log", "ignore")
+         "trajectory", "metrics", "audits", "checks", "artifact", "log", "ignore")
 AUDIT_DIRS = ("audits", "audit", "judgments", "evals", "eval")
 SIDECAR_SUFFIXES = (".context.json", ".context.jsonl", ".agent-card.json")
 MAX_INLINE_ARTIFACT = 1 << 20
@@ -96,7 +110,7 @@ _EVENT_ALIASES = (("kind", ("type", "event_type")),
                   ("ts", ("timestamp", "time", "created_at")))
 _AUDIT_ALIASES = (("mode", ("failure_mode", "code")), ("source", ("judge", "checker")),
                   ("note", ("rationale", "reason", "explanation")), ("evidence", ("evidence_seqs",)))
-_INDEXED_FIELD = re.compile(r"^(events|audits|principals|agents)\[(\d+)\]")
+_INDEXED_FIELD = re.compile(r"^(events|audits|checks|principals|agents)\[(\d+)\]")
 
 
 # --------------------------------------------------------------------------- mapping file
@@ -146,7 +160,7 @@ def load_mapping(mapping: str | os.PathLike | dict | Mapping | None) -> Mapping:
         if not isinstance(glob, str) or not isinstance(role, str):
             raise MappingError(f"{where}: glob and role must be strings ({glob!r}: {role!r})")
         base, _, param = role.partition(":")
-        if base not in ROLES or (param and base not in ("trajectory", "audits")):
+        if base not in ROLES or (param and base not in ("trajectory", "audits", "checks")):
             raise MappingError(f"{where}: unknown role {role!r} for {glob!r} "
                              f"(expected one of {', '.join(ROLES)}, trajectory:<agent>, audits:<level>)")
         rules.append((glob, base, param or None))
@@ -173,6 +187,8 @@ def builtin_role(rel: str) -> tuple[str, str | None] | None:
             return "audits", "L2"
         if stem.startswith("audit"):
             return "audits", None
+        if stem == "checks" or stem.startswith(("checks_", "checks-")):
+            return "checks", None
     if depth == 0:
         if low in METADATA_NAMES:
             return "metadata", None
@@ -245,7 +261,10 @@ def _ts_text(value: Any) -> str | None:
     if isinstance(value, str):
         return value
     if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
-        return epoch_to_iso(float(value))
+        try:
+            return epoch_to_iso(float(value))
+        except (OverflowError, OSError, ValueError):
+            return None
     return None
 
 
@@ -279,6 +298,11 @@ class _RunDir:
         self.used: set[str] = set()
         self.agents: list[dict] = []
         self.principal_ids: set[str] = set()
+        self.manifest_id: str | None = None
+        self.warnings: list[dict] = []
+
+    def warn(self, where: Location | str, message: str) -> None:
+        self.warnings.append({"location": str(where), "message": message})
 
     def shown(self, rel: str) -> str:
         return f"{self.shown_dir}/{rel}"
@@ -331,10 +355,26 @@ class _RunDir:
         origins: dict[str, list[Location]] = {}
         try:
             raw = self.assemble(origins)
-            run = normalize_run(raw, Location(self.shown_dir))
+            if raw.get("run_id") == self.dir.name and self.manifest_id:
+                raw["run_id"] = self.manifest_id
+            run, problems = normalize_lenient(raw, Location(self.shown_dir),
+                                              require_events=not isinstance(raw.get("events"), list))
         except RunFormatError as exc:
-            return ImportItem(error=self.remap(exc, origins), source=self.shown_dir, unused_files=self.unused())
-        return ImportItem(run=run, source=self.shown_dir, unused_files=self.unused())
+            more = [self.remap(RunFormatError(None, p.message, run_id=exc.run_id, field=p.field), origins)
+                    for p in getattr(exc, "problems", [])]
+            more += [RunFormatError(w["location"], w["message"], run_id=exc.run_id) for w in self.warnings]
+            return ImportItem(error=self.remap(exc, origins), source=self.shown_dir, unused_files=self.unused(),
+                              more_errors=more)
+        except (TypeError, ValueError, KeyError, AttributeError, OSError) as exc:  # unforeseen shapes: this run only
+            err = RunFormatError(Location(self.shown_dir), f"cannot read this run directory: {type(exc).__name__}: "
+                                                           f"{exc}"[:300])
+            return ImportItem(error=err, source=self.shown_dir, unused_files=self.unused())
+        warnings = [dict(w, run_id=run["run_id"]) for w in self.warnings]
+        for pr in problems:
+            err = self.remap(RunFormatError(None, pr.message, field=pr.field), origins)
+            warnings.append({"location": str(err.where), "field": pr.field, "message": pr.message,
+                             "run_id": run["run_id"]})
+        return ImportItem(run=run, source=self.shown_dir, unused_files=self.unused(), warnings=warnings)
 
     def remap(self, err: RunFormatError, origins: dict[str, list[Location]]) -> RunFormatError:
         m = _INDEXED_FIELD.match(err.field or "")
@@ -367,13 +407,22 @@ class _RunDir:
             meta = raw["metadata"] = {}
         if conflicts and isinstance(meta, dict):
             meta["conflicting_metadata"] = conflicts
-        if raw.get("run_id") is None:
+        rid = raw.get("run_id")
+        if rid is not None and not (isinstance(rid, str) and rid.strip()) and \
+                not (isinstance(rid, int) and not isinstance(rid, bool)):
+            if isinstance(meta, dict):
+                meta["original_run_id"] = rid
+            self.warn(Location(self.shown_dir), f"run_id {str(rid)[:60]!r} is not an id; the directory name "
+                                                "is used (the value kept in metadata.original_run_id)")
+            rid = None
+        if rid is None:
             raw["run_id"] = self.dir.name
         self.scenario(raw)
         self.principals_agents(raw, origins)
         self.metrics(raw)
         self.events(raw, origins)
         self.audits(raw, origins)
+        self.checks(raw, origins)
         logs = [rel for rel, _ in self.by_role("log")]
         if logs:
             self.used.update(logs)
@@ -456,19 +505,25 @@ class _RunDir:
 
     def outcomes(self, raw: dict, outcomes: Any, rel: str) -> None:
         if not isinstance(outcomes, dict):
-            raise RunFormatError(Location(self.shown(rel)), "outcomes must map principal ids to outcomes",
-                                 field="outcomes")
+            self.warn(Location(self.shown(rel)), "outcomes must map principal ids to outcomes; kept in "
+                                                 "metadata.unmapped_outcomes")
+            if isinstance(raw.get("metadata"), dict):
+                raw["metadata"]["unmapped_outcomes"] = outcomes
+            return
         principals = raw.get("principals")
         if not outcomes:
             return
         if not isinstance(principals, list):
-            raise RunFormatError(Location(self.shown(rel)), "outcomes given but the run has no principals",
-                                 field="outcomes")
+            principals = []
         by_id = {p.get("id"): i for i, p in enumerate(principals) if isinstance(p, dict)}
         for pid, outcome in outcomes.items():
             if pid not in by_id:
-                raise RunFormatError(Location(self.shown(rel)), f"{pid!r} is not a principal of this run",
-                                     field=f"outcomes.{pid}")
+                self.warn(Location(self.shown(rel)), f"outcomes.{pid}: {pid!r} is not a principal of this run; "
+                                                     f"kept in metadata.unmapped_outcomes")
+                meta = raw.get("metadata")
+                if isinstance(meta, dict):
+                    meta.setdefault("unmapped_outcomes", {})[pid] = outcome
+                continue
             p = dict(principals[by_id[pid]])
             p["outcome"] = outcome
             principals[by_id[pid]] = p
@@ -495,14 +550,26 @@ class _RunDir:
             entry["content"] = self.content_file(entry, loc)
         return entry
 
-    def content_file(self, entry: dict, loc: Location) -> str:
+    def content_file(self, entry: dict, loc: Location) -> str | None:
         ref = entry.pop("content_file")
         if "content" in entry:
-            raise RunFormatError(loc, "give either content or content_file, not both", field="content_file")
+            self.warn(loc, "give either content or content_file, not both; content kept, content_file in metadata")
+            meta = entry.setdefault("metadata", {})
+            if isinstance(meta, dict):
+                meta["content_file"] = ref
+            return entry["content"]
         parts = PurePosixPath(str(ref)).parts if isinstance(ref, str) else ()
-        if not parts or ref.startswith("/") or ".." in parts or not (self.dir / ref).is_file():
-            raise RunFormatError(loc, f"content_file {ref!r} is not a file inside the run directory",
-                                 field="content_file")
+        try:
+            is_file = bool(parts) and (self.dir / ref).is_file()
+        except (OSError, ValueError):  # a name too long for the file system, a NUL character
+            is_file = False
+        if not parts or ref.startswith("/") or ".." in parts or not is_file:
+            self.warn(loc, f"content_file {str(ref)[:80]!r} is not a file inside the run directory; "
+                           "kept in metadata.content_file")
+            meta = entry.setdefault("metadata", {})
+            if isinstance(meta, dict):
+                meta["content_file"] = ref
+            return entry.get("content")
         rel = PurePosixPath(*parts).as_posix()
         self.used.add(rel)
         try:
@@ -520,8 +587,10 @@ class _RunDir:
                 locs.append(Location(self.shown_dir, pointer=f"events[{i}]"))
         sources = [("events", {}), ("conversation", {"kind": "message", "visibility": "shared"}),
                    ("trajectory", {"visibility": "private"})]
+        n_files = 0
         for role, defaults in sources:
             for rel, param in self.by_role(role):
+                n_files += 1
                 d = dict(defaults)
                 if role == "trajectory" and param:
                     d["actor"] = param
@@ -541,19 +610,21 @@ class _RunDir:
         locs = [locs[i] for i in order]
         self.hops(entries, raw)
         self.artifact_events(entries, locs)
-        if entries or inline is not None:
+        if entries or inline is not None or n_files:
             raw["events"] = entries
         origins["events"] = locs
 
     def hops(self, entries: list[dict], raw: dict) -> None:
-        by_seq = {e.get("seq"): e for e in entries if isinstance(e, dict)}
+        by_seq = {e["seq"]: e for e in entries
+                  if isinstance(e, dict) and isinstance(e.get("seq"), int) and not isinstance(e["seq"], bool)}
         extra: list = []
         for rel, _ in self.by_role("hops"):
             for obj, loc in self.records(rel, ("hops",)):
                 if isinstance(obj, dict) and "seq" in obj and "hop" in obj:
-                    if obj["seq"] not in by_seq:
-                        raise RunFormatError(loc, f"hop given for seq {obj['seq']!r}, which no event has",
-                                             field="seq")
+                    if not isinstance(obj["seq"], int) or obj["seq"] not in by_seq:
+                        self.warn(loc, f"hop given for seq {obj['seq']!r}, which no event has; kept in metadata.hops")
+                        extra.append(obj)
+                        continue
                     by_seq[obj["seq"]]["hop"] = obj["hop"]
                 else:
                     extra.append(obj)
@@ -605,6 +676,32 @@ class _RunDir:
         origins["audits"] = locs
 
 
+    def checks(self, raw: dict, origins: dict[str, list[Location]]) -> None:
+        items: list = []
+        locs: list[Location] = []
+        inline = raw.get("checks")
+        if isinstance(inline, list):
+            items.extend(inline)
+            locs.extend(Location(self.shown_dir, pointer=f"checks[{i}]") for i in range(len(inline)))
+        for rel, level in self.by_role("checks"):
+            stem = os.path.splitext(rel.rsplit("/", 1)[-1])[0]
+            for obj, loc in self.records(rel, ("checks", "results", "items")):
+                if not isinstance(obj, dict):
+                    self.warn(loc, "a check must be a JSON object; kept in metadata.unmapped_checks")
+                    if isinstance(raw.get("metadata"), dict):
+                        raw["metadata"].setdefault("unmapped_checks", []).append(obj)
+                    continue
+                entry = dict(obj)
+                entry.setdefault("source", stem)
+                if level is not None:
+                    entry.setdefault("level", level)
+                items.append(entry)
+                locs.append(loc)
+        if items or inline is not None:
+            raw["checks"] = items
+        origins["checks"] = locs
+
+
 # --------------------------------------------------------------------------- walking a tree
 
 LooseHandler = Callable[[Path, str], "Iterator[ImportItem] | None"]
@@ -619,15 +716,46 @@ def _is_sidecar(name: str, filenames: set[str]) -> bool:
 
 
 def iter_tree(root: str | os.PathLike, mapping: str | os.PathLike | dict | Mapping | None = None,
-              display: str | None = None, loose: LooseHandler | None = None) -> Iterator[ImportItem]:
+              display: str | None = None, loose: LooseHandler | None = None,
+              profile: Any = None) -> Iterator[ImportItem]:
     """Yield one ImportItem per run directory under `root` (see the module docstring).
 
     Files outside run directories go to `loose(path, shown_name)`, which returns an iterator of
     items for a file it can read or None; the rest are reported in an item's `unused_files`.
+    `profile` (an `app.ingest.profile.Profile`, a path or a built-in name) says how to read the
+    tree; without one (and without a `mapping`) the profile `a2annotate inspect` infers is used.
+    A root manifest (a ``*manifest*`` file mapping run directories to run ids) is read as a
+    manifest, never as runs. Runs are normalized leniently: what does not map is kept and
+    reported in the item's `warnings`.
     """
+    from app.ingest.profile import load_profile
+
     root_path = Path(root)
     mp = load_mapping(mapping)
     shown_root = display if display is not None else os.fspath(root)
+    if profile is not None:
+        prof = load_profile(profile)
+    elif mp.rules:
+        prof = load_profile("a2annotate")
+    else:
+        from app.ingest.inspect import infer_profile
+
+        prof = infer_profile(root_path)
+    if not prof.builtin_names:
+        yield from _iter_profiled(root_path, prof, shown_root, loose)
+        return
+    from app.ingest.inspect import find_manifest
+    from app.ingest.profiled import read_manifest
+
+    manifest_spec = find_manifest(root_path) if root_path.is_dir() else None
+    manifest: dict[str, dict] = {}
+    if manifest_spec:
+        from app.ingest.profile import Profile
+
+        manifest, _, mwarn = read_manifest(Profile({"profile": 1, "name": "m", "manifest": manifest_spec}),
+                                           root_path, shown_root)
+        if mwarn:
+            yield ImportItem(source=shown_root, warnings=mwarn)
     mapping_abs = os.path.abspath(mp.path) if mp.path else None
     for dirpath, dirnames, filenames in os.walk(root_path):
         dirnames.sort()
@@ -635,7 +763,11 @@ def iter_tree(root: str | os.PathLike, mapping: str | os.PathLike | dict | Mappi
         here = Path(dirpath)
         if is_run_dir(filenames, mp):
             dirnames[:] = []
-            yield _RunDir(root_path, here, shown_root, mp).read()
+            rd = _RunDir(root_path, here, shown_root, mp)
+            entry = manifest.get(here.relative_to(root_path).as_posix())
+            if entry:
+                rd.manifest_id = entry.get("run_id")
+            yield rd.read()
             continue
         unused: list[str] = []
         names = set(filenames)
@@ -645,6 +777,8 @@ def iter_tree(root: str | os.PathLike, mapping: str | os.PathLike | dict | Mappi
             shown = f"{shown_root.rstrip('/')}/{rel}"
             if mapping_abs and os.path.abspath(path) == mapping_abs:
                 continue
+            if manifest_spec and rel == manifest_spec["file"]:
+                continue  # the manifest: read above, never a run
             role = mp.role_of(rel)
             if role and role[0] == "ignore":
                 continue
@@ -658,3 +792,45 @@ def iter_tree(root: str | os.PathLike, mapping: str | os.PathLike | dict | Mappi
         if unused:
             yield ImportItem(source=f"{shown_root.rstrip('/')}/{here.relative_to(root_path).as_posix()}",
                              unused_files=unused)
+
+
+def _iter_profiled(root: Path, prof: Any, shown_root: str, loose: LooseHandler | None) -> Iterator[ImportItem]:
+    from app.ingest.profiled import ProfiledRun, is_marker, load_taxonomy, read_manifest
+
+    manifest, manifest_rel, mwarn = read_manifest(prof, root, shown_root)
+    taxonomy = load_taxonomy((prof.get("audits") or {}).get("taxonomy"))
+    depth = (prof.get("run_dirs") or {}).get("depth")
+    seen: set[str] = set()
+    head_warnings = list(mwarn)
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames.sort()
+        filenames.sort()
+        here = Path(dirpath)
+        rel_dir = here.relative_to(root).as_posix()
+        level = 0 if rel_dir == "." else len(rel_dir.split("/"))
+        is_run = (level == depth) if depth is not None else \
+            (here != root and any(is_marker(prof, fn) for fn in filenames))
+        if is_run:
+            dirnames[:] = []
+            seen.add(rel_dir)
+            yield ProfiledRun(prof, root, here, shown_root, manifest, taxonomy).read()
+            continue
+        unused: list[str] = []
+        for fn in filenames:
+            path = here / fn
+            rel = path.relative_to(root).as_posix()
+            shown = f"{shown_root.rstrip('/')}/{rel}"
+            if rel == manifest_rel:
+                continue
+            items = loose(path, shown) if loose is not None else None
+            if items is None:
+                unused.append(shown)
+            else:
+                yield from items
+        if unused:
+            yield ImportItem(source=f"{shown_root.rstrip('/')}/{rel_dir}", unused_files=unused)
+    for rel in sorted(set(manifest) - seen):
+        head_warnings.append({"location": f"{shown_root.rstrip('/')}/{manifest_rel}",
+                              "message": f"the manifest lists {rel!r}, which is no run directory of this tree"})
+    if head_warnings:
+        yield ImportItem(source=shown_root, warnings=head_warnings)

@@ -10,7 +10,8 @@ the input (the tree reader yields them in directory order).
   ``principals.json`` (without outcomes), ``agents.json``, ``metrics.json`` (aggregate_score and
   per-principal outcomes), ``conversation.jsonl`` (shared messages), ``trajectories/<agent>.jsonl``
   (an agent's private events), ``events.jsonl`` (all other events), ``hops.jsonl``, artifact
-  contents under ``artifacts/`` (referenced by ``content_file``) and ``audits.jsonl``;
+  contents under ``artifacts/`` (referenced by ``content_file``), ``audits.jsonl`` and
+  ``checks.jsonl`` (when the run has checks);
 * `write_wire`: per run, a ``run_context`` sidecar line, then each shared message as a JSON-RPC
   ``SendMessage`` (1.0) / ``message/send`` (0.3) request in an envelope; a message answered by the
   very next shared message (from its recipient back to its sender) becomes that request's
@@ -172,12 +173,14 @@ def _write_run_dir(run: dict, d: Path) -> None:
         _write_lines(d / "conversation.jsonl", conversation)
     for name, rows in trajectories.items():
         _write_lines(d / "trajectories" / f"{name}.jsonl", rows)
-    if other:
+    if other or not run["events"]:  # an empty events.jsonl says "this run has no events"
         _write_lines(d / "events.jsonl", other)
     if hops:
         _write_lines(d / "hops.jsonl", hops)
     if run["audits"]:
         _write_lines(d / "audits.jsonl", run["audits"])
+    if run.get("checks"):
+        _write_lines(d / "checks.jsonl", run["checks"])
 
 
 def write_tree(runs: Iterable[dict], directory: str | os.PathLike) -> int:

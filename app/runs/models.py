@@ -110,3 +110,20 @@ class Audit(SQLModel, table=True):
 
 
 Index("ix_run_scenario_status", Run.scenario_id, Run.status)
+
+
+class Check(SQLModel, table=True):
+    """A deterministic pass/fail check (L0/L1) shipped with a run; it names no failure mode."""
+
+    __tablename__ = "check"
+    id: int | None = Field(default=None, primary_key=True)
+    run_pk: int = Field(foreign_key="run.id", index=True, ondelete="CASCADE")
+    position: int
+    source: str = Field(max_length=200)
+    level: str | None = Field(default=None, max_length=40)
+    check_id: str = Field(max_length=200)
+    passed: bool | None = None
+    agent: str | None = Field(default=None, max_length=200)
+    evidence: list[int] = Field(default_factory=list, sa_column=Column(JSON, nullable=False))
+    detail: str | None = Field(default=None, sa_column=Column(Text))
+    extra: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))

@@ -7,7 +7,7 @@ from typing import Any
 from sqlalchemy import func
 from sqlmodel import Session, select
 
-from app.runs.models import Agent, Audit, Event, Principal, Run, Scenario
+from app.runs.models import Agent, Audit, Check, Event, Principal, Run, Scenario
 
 
 def scenario_dict(sc: Scenario) -> dict[str, Any]:
@@ -29,7 +29,8 @@ def to_canonical(session: Session, run: Run) -> dict[str, Any]:
     agents = session.exec(select(Agent).where(Agent.run_pk == run.id).order_by(Agent.position)).all()
     events = session.exec(select(Event).where(Event.run_pk == run.id).order_by(Event.seq)).all()
     audits = session.exec(select(Audit).where(Audit.run_pk == run.id).order_by(Audit.position)).all()
-    return {
+    checks = session.exec(select(Check).where(Check.run_pk == run.id).order_by(Check.position)).all()
+    out = {
         "run_id": run.run_id,
         "scenario": scenario,
         "status": run.status,
@@ -61,6 +62,13 @@ def to_canonical(session: Session, run: Run) -> dict[str, Any]:
         ],
         "metadata": dict(run.extra or {}),
     }
+    if checks:
+        out["checks"] = [
+            {"source": c.source, "level": c.level, "check_id": c.check_id, "passed": c.passed, "agent": c.agent,
+             "evidence": list(c.evidence or []), "detail": c.detail, "metadata": dict(c.extra or {})}
+            for c in checks
+        ]
+    return out
 
 
 @dataclass

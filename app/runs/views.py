@@ -62,6 +62,7 @@ def get_run(run_id: str, session: SessionDep, user: ApiUser) -> dict[str, Any]:
         canon["metadata"].pop("demo_truth", None)
     if not labels_visible_to(session, user):
         canon["audits"] = []
+        canon.pop("checks", None)
     return canon
 
 
@@ -72,9 +73,13 @@ def get_run(run_id: str, session: SessionDep, user: ApiUser) -> dict[str, Any]:
         "Body: a JSON array of canonical runs (`application/json`), JSON Lines (`application/x-ndjson`), "
         "or a multipart upload with field `file` (a JSON/JSONL file, an A2A wire log, or a zip of files or "
         "per-run directories). The field's datasets are recognised by their records' keys: MAST's MAD files "
-        "(full or human-labelled) and Who&When records (one object, or an array). Each run is stored atomically; a rejected run leaves nothing behind. "
-        "Query `replace=true` overwrites runs whose content changed. Answers "
-        "`{imported, unchanged, replaced, rejected, errors:[{location, message}], unused_files}`; a malformed "
+        "(full or human-labelled) and Who&When records (one object, or an array); OTLP/JSON trace files by "
+        "`resourceSpans`. Each run is stored atomically; a rejected run leaves nothing behind. "
+        "Query `replace=true` overwrites runs whose content changed. Directory trees (in a zip) are read "
+        "leniently: what does not map is kept and listed in `warnings`; `strict=true` rejects every run "
+        "with a warning instead (each problem one entry of `errors`). Answers "
+        "`{imported, unchanged, replaced, rejected, errors:[{location, message}], unused_files, "
+        "warnings:[{location, message, field?, run_id?}], unknown_modes:{name: count}}`; a malformed "
         "run is one entry of `errors` (and counted in `rejected`), not an HTTP error."),
     openapi_extra={"requestBody": upload_request_body(
         {"application/json": "a JSON array of canonical runs (or one run object)",
@@ -85,7 +90,7 @@ def get_run(run_id: str, session: SessionDep, user: ApiUser) -> dict[str, Any]:
                413: {"description": "upload larger than MAX_UPLOAD_BYTES"},
                422: {"description": "empty body, or a multipart upload without the field `file`"}},
 )
-async def import_runs(request: Request, user: ApiUser, replace: bool = False) -> dict[str, Any]:
+async def import_runs(request: Request, user: ApiUser, replace: bool = False, strict: bool = False) -> dict[str, Any]:
     if user.role not in ("admin", "reviewer"):
         raise HTTPException(403, "requires role admin or reviewer")
     from app.ingest.loader import import_bytes
@@ -93,5 +98,5 @@ async def import_runs(request: Request, user: ApiUser, replace: bool = False) ->
     data, filename, ctype = await read_upload(
         request, lambda ct: "request-body.jsonl" if "ndjson" in ct or "jsonl" in ct else "request-body.json",
         "empty body: send a JSON array, JSON Lines or a file")
-    summary = await run_in_threadpool(import_bytes, request.app.state.engine, data, filename, ctype, replace)
+    summary = await run_in_threadpool(import_bytes, request.app.state.engine, data, filename, ctype, replace, strict)
     return summary.to_dict()

@@ -393,7 +393,7 @@ def build_trace(run: Mapping[str, Any], *, show_demo_truth: bool = False, succes
 
     Returns ``{"run_id", "status", "aggregate_score", "aggregate_success", "started_at",
     "ended_at", "scenario", "principals", "blind_spots", "agents", "lanes", "n_lanes", "events",
-    "counts", "reach", "audits", "metadata_json", "demo_truth"}``. `events` are display records
+    "counts", "reach", "audits", "checks", "metadata_json", "demo_truth"}``. `events` are display records
     (see `build_event`) in seq order; `agents` carry ``private_state_json`` and ``records``
     (their private record-like events: ``[{"seq", "kind", "summary"}]``). `demo_truth` (and the
     key in any metadata) is present only when `show_demo_truth` is true. Raises TraceInputError
@@ -477,6 +477,7 @@ def build_trace(run: Mapping[str, Any], *, show_demo_truth: bool = False, succes
         "events": views, "counts": counts,
         "reach": build_reach(agents, events),
         "audits": list(run.get("audits") or []),
+        "checks": list(run.get("checks") or []),
         "metadata_json": None if is_empty(meta) else pretty_json(meta),
         "demo_truth": truth if show_demo_truth else None,
     }

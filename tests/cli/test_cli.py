@@ -47,10 +47,10 @@ def test_upgrade_import_users_tokens(fresh_db, tmp_path):
     path = tmp_path / "runs.jsonl"
     path.write_text("\n".join(json.dumps(r) for r in runs) + "\n{broken\n")
     r = run_cli(["import", str(path)], fresh_db)
-    assert r.stdout.strip().splitlines()[-1] == "imported 5, unchanged 0, rejected 1"
+    assert r.stdout.strip().splitlines()[-1] == "imported 5, unchanged 0, rejected 1, warnings 0"
     assert r.returncode == 1 and "runs.jsonl:6" in r.stderr
     r = run_cli(["import", str(path)], fresh_db)
-    assert r.stdout.strip().splitlines()[-1] == "imported 0, unchanged 5, rejected 1"
+    assert r.stdout.strip().splitlines()[-1] == "imported 0, unchanged 5, rejected 1, warnings 0"
 
     r = run_cli(["users", "create", "dana", "--role", "reviewer", "--password-stdin"], fresh_db, stdin="longpassword\n")
     assert r.returncode == 0, r.stderr

@@ -110,7 +110,7 @@ def test_export_then_import_into_an_empty_database_reproduces_runs_and_annotatio
             s.commit()
         res = run_cli("import", str(out / "runs_canonical.jsonl"))
         assert res.exit_code == 0, res.output
-        assert res.stdout.strip().splitlines()[-1] == "imported 12, unchanged 0, rejected 0"
+        assert res.stdout.strip().splitlines()[-1] == "imported 12, unchanged 0, rejected 0, warnings 0"
         res = run_cli("import-labels", str(out / labels_file))
         assert res.exit_code == 0, res.output
 

@@ -76,7 +76,8 @@ EXPECTED_COMMERCE = {
 def test_release_tree_reads_as_hand_worked():
     items = list(iter_path(RELEASE))
     runs = [i.run for i in items if i.run]
-    assert runs == [EXPECTED_COMMERCE]
+    assert runs[0] == EXPECTED_COMMERCE
+    assert [r["run_id"] for r in runs] == ["commerce-car-017-r3", "legal-nda-001"]
 
 
 def test_release_tree_reports_every_unused_file():
@@ -85,13 +86,18 @@ def test_release_tree_reports_every_unused_file():
                       f"{RELEASE}/{RUN_DIR}/screenshot.png"]
 
 
-def test_error_in_a_run_dir_names_file_and_line_and_other_runs_still_import():
+def test_a_problem_in_a_run_dir_is_a_warning_naming_file_and_line_and_the_run_is_kept():
     items = list(iter_path(RELEASE))
-    (err,) = [i.error for i in items if i.error]
+    assert [i.error for i in items if i.error] == []
+    (legal,) = [i for i in items if i.run and i.run["run_id"] == "legal-nda-001"]
     path = f"{RELEASE}/legal/nda/001/legal-nda-001/conversation.jsonl"
-    assert str(err) == (f"{path}:2: run legal-nda-001: field events[1].actor: "
-                        "'mallory' is not an agent id, a principal id or 'system'")
-    assert [i.run["run_id"] for i in items if i.run] == ["commerce-car-017-r3"]
+    (w,) = legal.warnings
+    assert (w["location"], w["field"], w["run_id"]) == (f"{path}:2", "events[1].actor", "legal-nda-001")
+    assert w["message"].startswith("'mallory' is not an agent id, a principal id or 'system'")
+    ev = legal.run["events"][1]
+    assert ev["actor"] == "system" and ev["metadata"]["original_actor"] == "mallory"
+    commerce = next(i for i in items if i.run and i.run["run_id"] == "commerce-car-017-r3")
+    assert commerce.warnings == []
 
 
 def test_bad_json_inside_a_run_dir(tmp_path):
@@ -113,13 +119,15 @@ def test_a_single_run_dir_as_root_and_run_id_from_dir_name(tmp_path):
     assert (run["run_id"], run["status"], run["scenario"]["id"], run["scenario"]["family"]) == \
         ("run-77", "timeout", "fam/task", "fam")
     (alone,) = list(iter_path(d))  # the run dir itself as root: no path is left to supply the scenario
-    assert alone.run is None and alone.error.field == "scenario"
+    assert alone.run["scenario"]["id"] == "unknown"
+    assert [w["field"] for w in alone.warnings] == ["scenario"]
 
 
-def test_run_dir_as_root_without_scenario_is_a_clear_error(tmp_path):
+def test_run_dir_without_events_cannot_be_a_run(tmp_path):
     (tmp_path / "run.json").write_text(json.dumps({"run_id": "solo"}), encoding="utf-8")
     (item,) = list(iter_path(tmp_path))
-    assert item.error.field == "scenario" and item.error.run_id == "solo"
+    assert item.error.field == "events" and item.error.run_id == "solo"
+    assert "no events" in item.error.message
 
 
 def test_metadata_files_merge_and_clashes_are_kept(tmp_path):
@@ -127,6 +135,7 @@ def test_metadata_files_merge_and_clashes_are_kept(tmp_path):
     d.mkdir(parents=True)
     (d / "run.json").write_text(json.dumps({"run_id": "r", "status": "failed", "metadata": {"a": 1}}), "utf-8")
     (d / "metadata.json").write_text(json.dumps({"status": "completed", "seed": 4, "metadata": {"b": 2}}), "utf-8")
+    (d / "events.jsonl").write_text(json.dumps({"kind": "log", "actor": "system"}) + "\n", "utf-8")
     (run,) = [i.run for i in iter_path(tmp_path)]
     assert run["status"] == "failed"
     assert run["metadata"] == {"a": 1, "b": 2, "seed": 4,
@@ -152,9 +161,14 @@ def test_mapping_file_names_other_files():
     assert [u for i in items for u in i.unused_files] == [f"{root}/exp-42/extra.bin"]
 
 
-def test_without_the_mapping_nothing_there_is_a_run():
-    items = list(iter_path(DATA / "tree_custom"))
-    assert [i.run for i in items if i.run] == []
+def test_without_the_mapping_the_inferred_profile_reads_the_same_run():
+    root = DATA / "tree_custom"
+    with_mapping = [i.run for i in iter_path(root, mapping=root / "mapping.yaml") if i.run]
+    (run,) = [i.run for i in iter_path(root) if i.run]
+    assert run["run_id"] == "exp-42" and run["scenario"] == with_mapping[0]["scenario"]
+    assert [(e["kind"], e["actor"], e["recipients"], e["content"]) for e in run["events"]] == \
+        [(e["kind"], e["actor"], e["recipients"], e["content"]) for e in with_mapping[0]["events"]]
+    assert run["audits"] == with_mapping[0]["audits"]
 
 
 def test_mapping_validation(tmp_path):

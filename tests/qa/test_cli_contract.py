@@ -1,5 +1,5 @@
 """QA regressions for the command line (interfaces.md): failures exit non-zero with ONE line,
-`import` ends with exactly `imported N, unchanged M, rejected K`."""
+`import` ends with exactly `imported N, unchanged M, rejected K, warnings W`."""
 from __future__ import annotations
 
 import json
@@ -67,16 +67,16 @@ def test_serve_on_a_busy_port_fails_in_one_line(cli_db):
 def test_replace_keeps_the_summary_line_exact(cli_db, tmp_path):
     path = tmp_path / "runs.jsonl"
     path.write_text(json.dumps(raw_run("qa-rep")) + "\n")
-    assert run_cli(["import", str(path)], cli_db).stdout.strip() == "imported 1, unchanged 0, rejected 0"
+    assert run_cli(["import", str(path)], cli_db).stdout.strip() == "imported 1, unchanged 0, rejected 0, warnings 0"
     changed = raw_run("qa-rep")
     changed["aggregate_score"] = 0.25
     path.write_text(json.dumps(changed) + "\n")
     r = run_cli(["import", "--replace", str(path)], cli_db)
     assert r.returncode == 0
-    assert r.stdout.strip().splitlines()[-1] == "imported 1, unchanged 0, rejected 0"
+    assert r.stdout.strip().splitlines()[-1] == "imported 1, unchanged 0, rejected 0, warnings 0"
     assert "1 of the imported runs replaced" in r.stderr
     assert ImportSummary(imported=2, unchanged=1, replaced=2, rejected=3).line() == \
-        "imported 2, unchanged 1, rejected 3"
+        "imported 2, unchanged 1, rejected 3, warnings 0"
 
 
 def test_forcing_wire_on_a_non_wire_file_creates_no_phantom_run(cli_db, tmp_path):
@@ -88,7 +88,7 @@ def test_forcing_wire_on_a_non_wire_file_creates_no_phantom_run(cli_db, tmp_path
     assert items[0].error.where.line == 1
     r = run_cli(["import", "--format", "wire", str(path)], cli_db)
     assert r.returncode == 1
-    assert r.stdout.strip() == "imported 0, unchanged 0, rejected 1"
+    assert r.stdout.strip() == "imported 0, unchanged 0, rejected 1, warnings 0"
     assert "runs.jsonl:1: not an A2A wire record" in r.stderr
 
 

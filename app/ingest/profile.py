@@ -1,0 +1,302 @@
+"""Import profiles: declarative YAML files that say how to read a per-run directory tree.
+
+A profile names, for one layout: where run directories are, how the path components map to
+scenario/family/task/condition/repetition/run id, which files play which role, per role which
+keys hold which canonical field (dotted paths), value vocabularies, where agents, principals,
+per-principal outcomes and private state come from, and how audits map. The reference is in
+docs/importing.md; the JSON Schema is `PROFILE_SCHEMA` (a bad key is named by its path).
+
+Built-in profiles are data files in ``app/ingest/profiles/*.yaml``; ``a2annotate`` is the
+project's own layout (the names `app.ingest.tree` recognises). Pure: no database.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+from jsonschema import Draft202012Validator
+
+PROFILE_DIR = Path(__file__).resolve().parent / "profiles"
+FILE_ROLES = ("metadata", "scenario", "scenario_text", "principals", "agents", "events", "conversation",
+              "trajectory", "hops", "metrics", "checks", "judgments", "audits", "private_state", "artifact",
+              "artifact_index", "log", "ignore")
+RECORD_ROLES = ("metadata", "scenario", "events", "conversation", "trajectory", "hops", "metrics", "checks",
+                "judgments", "artifact_index")
+#: canonical fields a role's `keys` may name
+ROLE_FIELDS = {
+    "metadata": ("run_id", "status", "started_at", "ended_at", "aggregate_score", "family", "scenario_id",
+                 "title", "description", "alignment"),
+    "scenario": ("id", "family", "title", "description", "alignment"),
+    "events": ("seq", "ts", "kind", "actor", "recipients", "visibility", "content", "data", "turn",
+               "parent_seq", "parent_turn", "hop", "chat_role"),
+    "hops": ("seq", "turn", "hop"),
+    "checks": ("check_id", "passed", "level", "agent", "evidence", "evidence_turns", "detail", "source",
+               "mode"),
+    "judgments": ("mode", "verdict", "level", "agent", "evidence", "evidence_turns", "note", "source"),
+    "metrics": ("aggregate_score", "status"),
+    "artifact_index": ("file", "turn", "actor", "visibility"),
+}
+ROLE_FIELDS["conversation"] = ROLE_FIELDS["events"]
+ROLE_FIELDS["trajectory"] = ROLE_FIELDS["events"]
+
+_KEYSPEC = {"oneOf": [{"type": "string", "minLength": 1},
+                      {"type": "array", "items": {"type": "string", "minLength": 1}, "minItems": 1}]}
+_VOCAB = {"type": "object", "additionalProperties": {"type": ["string", "boolean"]}}
+_CONDITION = {
+    "type": "object", "additionalProperties": False, "required": ["key"],
+    "properties": {"key": {"type": "string"}, "equals": {}, "in": {"type": "array"},
+                   "not_in": {"type": "array"}, "empty": {"type": "boolean"},
+                   "mentions_none": {"type": "boolean"},
+                   "gt": {"type": "number"}, "ge": {"type": "number"}, "lt": {"type": "number"},
+                   "le": {"type": "number"}},
+}
+
+
+def _role_keys(role: str) -> dict:
+    return {"type": "object", "additionalProperties": False,
+            "properties": {f: _KEYSPEC for f in ROLE_FIELDS[role]}}
+
+
+_AGENTS = {"type": "object", "additionalProperties": False, "required": ["from"], "properties": {
+    "from": {"type": "string"}, "id": {"type": "string"}, "role": {"type": "string"},
+    "model": {"type": "string"}, "principal": {"type": "string"}, "harness": {"type": "string"},
+    "principal_name": {"type": "string"}}}
+
+
+PROFILE_SCHEMA: dict[str, Any] = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "title": "a2annotate import profile",
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["profile", "name"],
+    "properties": {
+        "profile": {"const": 1, "description": "profile format version"},
+        "name": {"type": "string", "minLength": 1},
+        "description": {"type": "string"},
+        "builtin_names": {"type": "boolean"},
+        "run_dirs": {"type": "object", "additionalProperties": False, "properties": {
+            "marker": {"type": "array", "items": {"type": "string"}, "minItems": 1},
+            "depth": {"type": "integer", "minimum": 0}}},
+        "path": {"oneOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}, "minItems": 1}]},
+        "scenario_id": {"type": "string"},
+        "run_id": {"type": "string"},
+        "family": {"type": "string"},
+        "manifest": {"type": "object", "additionalProperties": False, "required": ["file"], "properties": {
+            "file": {"type": "string"}, "records": {"type": "string"}, "path": {"type": "string"},
+            "run_id": {"type": "string"},
+            "fields": {"type": "object", "additionalProperties": {"type": "string"}}}},
+        "files": {"type": "object", "additionalProperties": {"type": "string", "pattern":
+                  "^(" + "|".join(FILE_ROLES) + ")(:[A-Za-z0-9_.-]+)?$"}},
+        "records": {"type": "object", "additionalProperties": False,
+                    "properties": {r: {"type": "string"} for r in RECORD_ROLES}},
+        "keys": {"type": "object", "additionalProperties": False,
+                 "properties": {r: _role_keys(r) for r in ROLE_FIELDS}},
+        "values": {"type": "object", "additionalProperties": False, "properties": {
+            "status": _VOCAB, "visibility": _VOCAB, "kind": _VOCAB, "passed": _VOCAB,
+            "chat_role": {"type": "object", "additionalProperties": {"oneOf": [
+                {"enum": ["private_state", "skip"]},
+                {"type": "object", "additionalProperties": False, "required": ["kind"], "properties": {
+                    "kind": {"type": "string"}, "actor": {"enum": ["agent", "system"]},
+                    "visibility": {"enum": ["shared", "private"]}}}]}}}},
+        "defaults": {"type": "object", "additionalProperties": False,
+                     "properties": {r: {"type": "object"} for r in ("events", "conversation", "trajectory",
+                                                                   "checks", "judgments")}},
+        "agents": {"oneOf": [_AGENTS, {"type": "array", "items": _AGENTS, "minItems": 1}]},
+        "principals": {"type": "object", "additionalProperties": False, "required": ["from"], "properties": {
+            "from": {"type": "string"}, "id": {"type": "string"}, "name": {"type": "string"},
+            "kind": {"type": "string"}, "objective": {"type": "string"}, "constraints": {"type": "string"}}},
+        "metrics": {"type": "object", "additionalProperties": False, "properties": {
+            "aggregate_score": _KEYSPEC, "status": _KEYSPEC,
+            "principals": {"type": "object", "additionalProperties": {
+                "type": "object", "additionalProperties": False, "properties": {
+                    "score": {"type": "string"},
+                    "success": {"oneOf": [{"type": "string"}, {"type": "array", "items": _CONDITION}]},
+                    "metrics": {"type": "array", "items": {"type": "string"}}}}}}},
+        "private_state": {"type": "array", "items": {
+            "type": "object", "additionalProperties": False, "required": ["from"], "properties": {
+                "from": {"enum": ["system_message", "scenario", "file"]},
+                "key": {"type": "string"}, "glob": {"type": "string"}, "as": {"type": "string"}}}},
+        "audits": {"type": "object", "additionalProperties": False, "properties": {
+            "taxonomy": {"type": "string"}, "source": {"type": "string"},
+            "no_failure": {"type": "array", "items": {"type": "string"}},
+            "modes": {"type": "object", "additionalProperties": {"type": "string"}}}},
+    },
+}
+_VALIDATOR = Draft202012Validator(PROFILE_SCHEMA)
+
+
+class ProfileError(ValueError):
+    """A profile that cannot be used; the message names the file and the bad key."""
+
+
+@dataclass
+class Profile:
+    """A validated profile: `spec` is the parsed file, `path` where it came from (None: built-in
+    or made in code)."""
+
+    spec: dict[str, Any]
+    path: str | None = None
+    inferred: bool = False
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def name(self) -> str:
+        return self.spec["name"]
+
+    @property
+    def builtin_names(self) -> bool:
+        return bool(self.spec.get("builtin_names"))
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self.spec.get(key, default)
+
+
+def _where(path: list) -> str:
+    out = ""
+    for p in path:
+        out += f"[{p}]" if isinstance(p, int) else (f".{p}" if out else str(p))
+    return out or "(top level)"
+
+
+def validation_problems(data: Any) -> list[str]:
+    """Every problem of a profile document, each naming the key (``keys.conversation.sender: ...``)."""
+    out = []
+    for err in sorted(_VALIDATOR.iter_errors(data), key=lambda e: list(map(str, e.absolute_path))):
+        path = list(err.absolute_path)
+        if err.validator == "additionalProperties" and isinstance(err.instance, dict):
+            allowed = sorted(err.schema.get("properties", {}))
+            for k in err.instance:
+                if k not in allowed:
+                    hint = f" (expected one of: {', '.join(allowed)})" if allowed else ""
+                    out.append(f"{_where(path + [k])}: unknown key{hint}")
+        elif err.validator == "required":
+            for name in err.validator_value:
+                if isinstance(err.instance, dict) and name not in err.instance:
+                    out.append(f"{_where(path + [name])}: required key is missing")
+        else:
+            out.append(f"{_where(path)}: {err.message}")
+    return out
+
+
+def _semantic_problems(data: dict) -> list[str]:
+    import re
+    import string
+
+    out = []
+    checks = [(k, data.get(k)) for k in ("scenario_id", "run_id", "family")]
+    path = data.get("path")
+    checks += [("path", t) for t in ([path] if isinstance(path, str) else path or [])]
+    for key, t in checks:
+        if not isinstance(t, str):
+            continue
+        try:
+            names = [f for _, f, _, _ in string.Formatter().parse(t) if f is not None]
+        except ValueError as exc:
+            out.append(f"{key}: not a valid template ({exc})")
+            continue
+        bad = [n for n in names if not re.fullmatch(r"\w+", n)]
+        if bad:
+            out.append(f"{key}: placeholders must be plain names like {{scenario}}, got {bad[0]!r}")
+        if key == "path" and len(set(names)) != len(names):
+            out.append("path: a field appears twice in the template")
+    return out
+
+
+def builtin_profile_names() -> list[str]:
+    """Names of the profiles shipped in app/ingest/profiles/."""
+    return sorted(p.stem for p in PROFILE_DIR.glob("*.yaml"))
+
+
+def load_profile(source: str | os.PathLike | dict | Profile) -> Profile:
+    """A profile from a file path, a built-in name, or a dict; raises ProfileError naming the bad key."""
+    if isinstance(source, Profile):
+        return source
+    path = None
+    if isinstance(source, dict):
+        data: Any = source
+        where = "profile"
+    else:
+        text = os.fspath(source)
+        candidate = Path(text)
+        if not candidate.is_file() and (PROFILE_DIR / f"{text}.yaml").is_file():
+            candidate = PROFILE_DIR / f"{text}.yaml"
+        path = os.fspath(candidate)
+        where = f"profile {path}"
+        try:
+            with open(candidate, encoding="utf-8") as f:
+                data = yaml.safe_load(f)
+        except FileNotFoundError:
+            raise ProfileError(f"{where}: no such file (built-in profiles: "
+                               f"{', '.join(builtin_profile_names())})") from None
+        except (OSError, yaml.YAMLError) as exc:
+            raise ProfileError(f"{where}: cannot read it: {exc}") from None
+    problems = validation_problems(data)
+    if not problems:
+        problems = _semantic_problems(data)
+    if problems:
+        raise ProfileError(f"{where}: " + "; ".join(problems))
+    return Profile(spec=data, path=path)
+
+
+def dump_profile(profile: Profile | dict, header: str = "") -> str:
+    """YAML text of a profile (with `header` as leading comment lines)."""
+    spec = profile.spec if isinstance(profile, Profile) else profile
+    body = yaml.safe_dump(spec, sort_keys=False, allow_unicode=True, default_flow_style=False, width=100)
+    lines = [f"# {h}" if h else "#" for h in header.splitlines()] if header else []
+    return "\n".join(lines + [body])
+
+
+# --------------------------------------------------------------------------- shared helpers
+
+def dotted_get(obj: Any, path: str) -> tuple[bool, Any]:
+    """``(found, value)`` of a dotted path (``a.b.c``) in nested objects."""
+    cur = obj
+    for part in path.split("."):
+        if isinstance(cur, dict) and part in cur:
+            cur = cur[part]
+        else:
+            return False, None
+    return True, cur
+
+
+def dotted_pop(obj: Any, path: str) -> tuple[bool, Any]:
+    """Like `dotted_get`, and removes the leaf (and parents left empty)."""
+    parts = path.split(".")
+    chain = []
+    cur = obj
+    for part in parts[:-1]:
+        if not isinstance(cur, dict) or not isinstance(cur.get(part), dict):
+            return False, None
+        chain.append((cur, part))
+        cur = cur[part]
+    if not isinstance(cur, dict) or parts[-1] not in cur:
+        return False, None
+    value = cur.pop(parts[-1])
+    for parent, part in reversed(chain):
+        if parent[part] == {}:
+            del parent[part]
+        else:
+            break
+    return True, value
+
+
+def key_candidates(spec: Any) -> list[str]:
+    if spec is None:
+        return []
+    return [spec] if isinstance(spec, str) else list(spec)
+
+
+def fill(template: str, fields: dict[str, Any]) -> str | None:
+    """``{name}`` placeholders filled from `fields`; None when one is missing."""
+    try:
+        return template.format_map(_Strict(fields))
+    except (KeyError, ValueError, IndexError, AttributeError):
+        return None
+
+
+class _Strict(dict):
+    def __missing__(self, key: str) -> Any:
+        raise KeyError(key)
