@@ -54,9 +54,23 @@ def item_from_raw(raw: Any, location: Location) -> ImportItem:
     """Normalize `raw` (strictly: the canonical shape is our contract); return an ImportItem
     holding the run, or the RunFormatError and, in `more_errors`, the run's other problems."""
     try:
-        return ImportItem(run=normalize_run(raw, location), source=str(location))
+        run = normalize_run(raw, location)
     except RunFormatError as exc:
         return ImportItem(error=exc, source=str(location), more_errors=other_problems(raw, location, exc))
+    return ImportItem(run=run, source=str(location), warnings=_metadata_warnings(run, location))
+
+
+def _metadata_warnings(run: dict[str, Any], location: Location) -> list[dict[str, Any]]:
+    """The warnings a dataset reader (MAD, Who&When, OTLP) kept in the run's
+    ``metadata.import_warnings``, as summary warnings: every repair is counted and reported."""
+    kept = (run.get("metadata") or {}).get("import_warnings")
+    if not isinstance(kept, list):
+        return []
+    out = []
+    for w in kept:
+        message = w.get("message", str(w)) if isinstance(w, dict) else str(w)
+        out.append({"location": str(location), "message": message, "run_id": run.get("run_id")})
+    return out
 
 
 def other_problems(raw: Any, location: Location, first: RunFormatError) -> list[RunFormatError]:

@@ -82,7 +82,7 @@ def test_style_is_found_without_mas_name_and_by_name_variants():
 def test_cli_imports_full_file_judge_labels_null_and_zero(engine, run_cli):
     res = run_cli("import", FULL)
     assert res.exit_code == 0, res.output
-    assert res.output.strip().splitlines()[-1] == "imported 8, unchanged 0, rejected 0"
+    assert res.output.strip().splitlines()[-1] == "imported 8, unchanged 0, rejected 0, warnings 0"
     labels = stored_labels(engine)
     mast = next(k[2] for k in labels)
     assert mast.startswith("mast@")
@@ -93,13 +93,13 @@ def test_cli_imports_full_file_judge_labels_null_and_zero(engine, run_cli):
     assert judge["mad/Magentic/GPT-4o/4/magentic_stars_4"][2] == (("2.6", "", (), ""),)
     assert len(judge) == 7
     again = run_cli("import", FULL)
-    assert again.output.strip().splitlines()[-1] == "imported 0, unchanged 8, rejected 0"
+    assert again.output.strip().splitlines()[-1] == "imported 0, unchanged 8, rejected 0, warnings 0"
 
 
 def test_cli_malformed_full_file_rejects_only_what_cannot_be_a_run(engine, run_cli):
     res = run_cli("import", "--format", "mad", BAD)
     assert res.exit_code == 1
-    assert res.output.strip().splitlines()[-1] == "imported 3, unchanged 0, rejected 2"
+    assert res.output.strip().splitlines()[-1] == "imported 3, unchanged 0, rejected 2, warnings 3"
     assert f"rejected: {BAD}:[1]: field trace.trajectory: required" in res.output
     assert f"rejected: {BAD}:[2]: field trace_id: required" in res.output
     runs = _runs_from_db(engine)
@@ -188,10 +188,10 @@ def test_mad_round_trip_import_export_import_gives_the_same_labels(engine, run_c
     key = lambda r: r["trace"]["key"]  # noqa: E731
     assert sorted(exported, key=key) == sorted(original, key=key)  # the very records, fields and nulls kept
     again = run_cli("import", tmp_path / "mad" / "MAD_full_dataset.json")
-    assert again.output.strip().splitlines()[-1] == "imported 0, unchanged 8, rejected 0"
+    assert again.output.strip().splitlines()[-1] == "imported 0, unchanged 8, rejected 0, warnings 0"
     _truncate(engine)
     fresh = run_cli("import", tmp_path / "mad" / "MAD_full_dataset.json")
-    assert fresh.output.strip().splitlines()[-1] == "imported 8, unchanged 0, rejected 0"
+    assert fresh.output.strip().splitlines()[-1] == "imported 8, unchanged 0, rejected 0, warnings 0"
     assert stored_labels(engine) == before
     assert _runs_from_db(engine) == runs_before
 
@@ -228,7 +228,7 @@ def test_nul_characters_in_a_trajectory_are_kept_through_the_round_trip(engine, 
     src = tmp_path / "nul.json"
     src.write_text(json.dumps([record]))
     res = run_cli("import", src)
-    assert res.output.strip().splitlines()[-1] == "imported 1, unchanged 0, rejected 0", res.output
+    assert res.output.strip().splitlines()[-1] == "imported 1, unchanged 0, rejected 0, warnings 1", res.output
     (run,) = _runs_from_db(engine).values()
     assert "\x00" not in "".join(e["content"] for e in run["events"])
     assert len(run["metadata"]["mad"]["nul_offsets"]) == 2

@@ -50,7 +50,7 @@ def test_records_become_runs_with_seq_equal_to_history_index_and_an_attribution(
 def test_cli_imports_a_folder_and_stores_attribution_labels(engine, run_cli):
     res = run_cli("import", WW)
     assert res.exit_code == 0, res.output
-    assert res.output.strip().splitlines()[-1] == "imported 2, unchanged 0, rejected 0"
+    assert res.output.strip().splitlines()[-1] == "imported 2, unchanged 0, rejected 0, warnings 0"
     labels = stored_labels(engine)
     tax = next(iter(labels))[2]
     assert tax.startswith("mast@")
@@ -62,7 +62,7 @@ def test_cli_imports_a_folder_and_stores_attribution_labels(engine, run_cli):
 def test_cli_malformed_records(engine, run_cli):
     res = run_cli("import", "--format", "whowhen", WW_BAD)
     assert res.exit_code == 1
-    assert res.output.strip().splitlines()[-1] == "imported 1, unchanged 0, rejected 2"
+    assert res.output.strip().splitlines()[-1] == "imported 1, unchanged 0, rejected 2, warnings 1"
     assert "4.json: field history: required" in res.output
     assert "5.json:1: not valid JSON" in res.output
     assert stored_labels(engine) == {}  # the run with an out-of-range mistake step has no label

@@ -127,7 +127,7 @@ def test_cli_and_rest_import(sdk_file, db_url, monkeypatch, engine):
     get_engine.cache_clear()
     try:
         res = CliRunner().invoke(cli, ["import", "--format", "otlp", str(sdk_file)], catch_exceptions=False)
-        assert res.exit_code == 0 and res.output.strip().endswith("imported 2, unchanged 0, rejected 0"), res.output
+        assert res.exit_code == 0 and res.output.strip().endswith("imported 2, unchanged 0, rejected 0, warnings 0"), res.output
         res = CliRunner().invoke(cli, ["import", str(DATA / "malformed.jsonl")], catch_exceptions=False)
         assert res.exit_code == 1 and "imported 1, unchanged 0, rejected 2" in res.output
     finally:
