@@ -57,7 +57,7 @@ def test_cli_hf_folder_loads_with_pandas_and_the_card_lists_every_column(engine,
         assert f"### {t}\n" in body
         for c in columns:
             assert f"| `{c}` |" in body, (t, c)
-    assert "Empty tables (`gold_labels`)" in body
+    assert "Empty tables (`gold_labels`, `checks`)" in body
     feats = {f["name"]: f for f in info["annotations"]["features"]}
     assert feats["evidence"] == {"name": "evidence", "sequence": "int64"}
     assert feats["mode"] == {"name": "mode", "dtype": "string"}
