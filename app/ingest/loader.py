@@ -260,3 +260,11 @@ def import_bytes(engine: Engine, data: bytes, filename: str, content_type: str =
 
     return load_items(engine, iter_bytes(data, filename, content_type), replace=replace,
                       after_store=_after_store_default)
+
+
+def import_upload(engine: Engine, path: str, filename: str, replace: bool = False) -> ImportSummary:
+    """Import an upload already on disk at `path` (its name's ending tells the format, as
+    `app.api.uploads.receive_upload` writes it); errors name the client's `filename`."""
+    from app.ingest import iter_path
+
+    return load_items(engine, iter_path(path, display=filename), replace=replace, after_store=_after_store_default)

@@ -55,6 +55,7 @@ from array import array
 from collections.abc import Iterator
 from typing import Any
 
+from app.ingest import safejson
 from app.ingest.a2a import (
     SEND_METHODS,
     classify_result,
@@ -469,7 +470,7 @@ def _index(path: str | os.PathLike, name: str) -> _Index:
     unknown = array("q")
     for off, length, line, payload in _scan(path):
         try:
-            obj = json.loads(payload)
+            obj = safejson.loads(payload)
         except (UnicodeDecodeError, json.JSONDecodeError) as exc:
             ix.errors.append(error_item(Location(name, line), f"not valid JSON: {exc}"))
             continue
@@ -544,8 +545,8 @@ def _sidecar_records(path: str, name: str) -> tuple[dict[str, tuple[dict, Locati
     if os.path.isfile(jpath):
         shown = f"{name}.context.json"
         try:
-            with open(jpath, encoding="utf-8-sig") as f:
-                doc = json.load(f)
+            with open(jpath, "rb") as f:
+                doc = safejson.load(f)
         except (UnicodeDecodeError, json.JSONDecodeError) as exc:
             errors.append(error_item(Location(shown), f"not valid JSON: {exc}"))
             doc = []
@@ -561,7 +562,7 @@ def _sidecar_records(path: str, name: str) -> tuple[dict[str, tuple[dict, Locati
                 if not raw:
                     continue
                 try:
-                    records.append((json.loads(raw), Location(shown, lineno)))
+                    records.append((safejson.loads(raw), Location(shown, lineno)))
                 except (UnicodeDecodeError, json.JSONDecodeError) as exc:
                     errors.append(error_item(Location(shown, lineno), f"not valid JSON: {exc}"))
     for rec, loc in records:
@@ -596,8 +597,8 @@ def _card_files(path: str) -> list[tuple[str | None, dict]]:
         if not os.path.isfile(candidate):
             continue
         try:
-            with open(candidate, encoding="utf-8-sig") as f:
-                doc = json.load(f)
+            with open(candidate, "rb") as f:
+                doc = safejson.load(f)
         except (OSError, ValueError):
             continue
         for card in doc if isinstance(doc, list) else [doc]:
@@ -644,7 +645,7 @@ def iter_wire_file(path: str | os.PathLike, display: str | None = None) -> Itera
             for idx in group:
                 f.seek(ix.offsets[idx])
                 chunk = f.read(ix.lengths[idx])
-                yield json.loads(_payload(chunk)), Location(name, ix.lines[idx])
+                yield safejson.loads(_payload(chunk)), Location(name, ix.lines[idx])
 
         for ctx in list(ix.groups):
             yield build(ctx, records(ix.groups.pop(ctx)))
