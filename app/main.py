@@ -37,6 +37,11 @@ def create_app(engine: Engine | None = None, settings: Settings | None = None, c
     app.add_middleware(SessionMiddleware, secret_key=settings.secret_key, session_cookie="a2a_session",
                        max_age=settings.session_max_age, same_site="lax", https_only=settings.cookie_secure)
     app.mount("/static", StaticFiles(directory=str(STATIC_DIR)), name="static")
+    from app.core.scratch import clean_upload_dirs
+    from app.web.security import SecurityHeaders
+
+    app.add_middleware(SecurityHeaders)  # outermost: CSP, nosniff, no framing, no-store, X-Request-ID
+    clean_upload_dirs()  # upload folders left by a process that died mid-upload
 
     @app.exception_handler(LoginRequired)
     async def _login_required(request: Request, exc: LoginRequired):
