@@ -1,0 +1,125 @@
+"""Input limits enforced while parsing (app.ingest.safejson), before structures are built."""
+from __future__ import annotations
+
+import io
+import json
+import subprocess
+import sys
+import tracemalloc
+
+import pytest
+
+from app.ingest import iter_path
+from app.ingest.limits import InputLimits
+from app.ingest.safejson import JSONLimitError, iter_array, loads
+from tests.hardening import hostile
+
+
+def test_sniffing_a_4301_digit_integer_does_not_segfault(tmp_path):
+    """Root cause of the crash: ijson's yajl2_c backend dereferences the NULL that int() returns
+    for more than 4,300 digits. Run in a subprocess so a segfault fails the test, not pytest."""
+    p = tmp_path / "long.json"
+    p.write_bytes(hostile.long_int_object(4301))
+    code = ("import sys; from app.ingest import iter_path; "
+            "items = list(iter_path(sys.argv[1])); print(len(items)); print(items[0].error)")
+    r = subprocess.run([sys.executable, "-c", code, str(p)], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, (r.returncode, r.stderr[-500:])
+    assert "field metadata.n" in r.stdout and "MAX_INT_DIGITS" in r.stdout
+
+
+def test_depth_limit_names_field_and_builds_nothing():
+    data = hostile.deep(100_000)  # 500 KB of nesting; ijson.items needed ~24 GB for this
+    tracemalloc.start()
+    try:
+        with pytest.raises(JSONLimitError) as exc:
+            loads(data)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert exc.value.kind == "depth" and "nested deeper than 64 levels" in str(exc.value)
+    assert str(exc.value).startswith("field a.a.a") and "MAX_JSON_DEPTH" in str(exc.value)
+    assert peak < 20 * len(data), peak
+
+
+def test_json_loads_would_raise_recursion_error_but_we_do_not():
+    data = hostile.deep(5000)
+    with pytest.raises(RecursionError):
+        json.loads(data)
+    with pytest.raises(ValueError):
+        loads(data)  # a ValueError (JSONLimitError), which every reader reports as a rejected record
+
+
+def test_string_and_integer_limits():
+    lim = InputLimits(max_string_bytes=10, max_int_digits=5)
+    assert loads(b'{"a": "0123456789", "n": 12345}', lim) == {"a": "0123456789", "n": 12345}
+    with pytest.raises(JSONLimitError, match=r"field b\[1\]: a string longer than 10 bytes"):
+        loads(b'{"b": ["x", "01234567890"]}', lim)
+    with pytest.raises(JSONLimitError, match=r"field n: an integer with more than 5 digits"):
+        loads(b'{"s": "999999999", "n": -123456}', lim)
+    assert loads(b'{"f": 123456.5}', lim) == {"f": 123456.5}  # floats are not integers
+
+
+def test_array_reads_on_after_bad_elements():
+    good = [hostile.run("r0"), hostile.run("r3")]
+    body = (b"[" + json.dumps(good[0]).encode() + b",\n" + hostile.deep(200) + b",\n"
+            + b'{"n": 1' + b"0" * 5000 + b"},\n" + json.dumps(good[1]).encode() + b"]")
+    els = list(iter_array(io.BytesIO(body), InputLimits(), chunk_size=97))
+    assert [e.index for e in els] == [0, 1, 2, 3]
+    assert els[0].value == good[0] and els[3].value == good[1]
+    assert els[1].error.kind == "depth" and els[1].line == 2 and not els[1].fatal
+    assert els[2].error.kind == "int" and els[2].line == 3
+
+
+def test_deep_array_memory_is_flat(tmp_path):
+    p = tmp_path / "deep.json"
+    p.write_bytes(hostile.deep_array(20_000))
+    tracemalloc.start()
+    try:
+        items = list(iter_path(p))
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert len(items) == 1 and "nested deeper than 64 levels" in str(items[0].error)
+    assert peak < 5 << 20, peak  # ijson.items: ~970 MB for this 40 KB file
+
+
+def _runs(path):
+    return [i.run["run_id"] for i in iter_path(path) if i.run], [str(i.error) for i in iter_path(path) if i.error]
+
+
+def test_integer_beyond_64_bits_in_an_array_reads_like_jsonl(tmp_path):
+    runs = [hostile.run("a"), hostile.run("b", metadata={"big": 2**64 + 1}), hostile.run("c")]
+    arr, jl = tmp_path / "runs.json", tmp_path / "runs.jsonl"
+    arr.write_text(json.dumps(runs))
+    jl.write_text("\n".join(json.dumps(r) for r in runs))
+    assert _runs(arr) == _runs(jl) == (["a", "b", "c"], [])
+
+
+@pytest.mark.parametrize("kind", ["jsonl", "object"])
+def test_deep_jsonl_line_and_object_are_rejected_with_line_and_field(tmp_path, kind):
+    p = tmp_path / ("runs.jsonl" if kind == "jsonl" else "one.json")
+    if kind == "jsonl":
+        p.write_bytes(json.dumps(hostile.run("ok1")).encode() + b"\n" + hostile.deep_run_jsonl_line() + b"\n"
+                      + json.dumps(hostile.run("ok2")).encode() + b"\n")
+    else:
+        p.write_bytes(hostile.deep_run_jsonl_line())
+    ok, errors = _runs(p)
+    assert ok == (["ok1", "ok2"] if kind == "jsonl" else [])
+    assert len(errors) == 1 and "field metadata.a.a" in errors[0] and "MAX_JSON_DEPTH" in errors[0]
+    if kind == "jsonl":
+        assert f"{p}:2" in errors[0]
+
+
+def test_events_per_run_limit(tmp_path, monkeypatch):
+    from app.core.config import get_settings
+
+    monkeypatch.setenv("MAX_EVENTS_PER_RUN", "10")
+    get_settings.cache_clear()
+    try:
+        p = tmp_path / "runs.jsonl"
+        p.write_text(json.dumps(hostile.run("small", 10)) + "\n" + json.dumps(hostile.run("big", 11)) + "\n")
+        ok, errors = _runs(p)
+    finally:
+        get_settings.cache_clear()
+    assert ok == ["small"]
+    assert len(errors) == 1 and "run big: field events: 11 events, at most 10 per run" in errors[0]
