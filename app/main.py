@@ -56,6 +56,9 @@ def create_app(engine: Engine | None = None, settings: Settings | None = None, c
 
     include_routers(app)
     install_error_pages(app)  # HTML error pages for browsers; the API keeps JSON {"detail": ...}
+    from app.api.openapi import install_error_schemas
+
+    install_error_schemas(app)  # OpenAPI error bodies as sent: {"detail": "..."}; 401 documented
     return app
 
 
