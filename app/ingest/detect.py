@@ -61,7 +61,7 @@ def sniff_file(path: str | os.PathLike) -> str | None:
     try:
         with open(path, "rb") as f:
             first = b""
-            for raw in f:
+            while raw := f.readline(1 << 20):  # the start of a line is enough (never a whole long line)
                 s = raw.strip()
                 if not first and s.startswith(BOM):
                     s = s[3:].strip()

@@ -17,6 +17,7 @@ from typing import Any
 from app.ingest import safejson
 from app.ingest.canonical import Location
 from app.ingest.items import ImportItem, error_item, item_from_raw
+from app.ingest.limits import input_limits
 from app.ingest.safejson import JSONLimitError
 
 JSONL_SUFFIXES = (".jsonl", ".ndjson", ".jsonlines")
@@ -70,7 +71,11 @@ def iter_jsonl(path: str | os.PathLike, display: str | None = None) -> Iterator[
     """Yield one item per non-blank line; a line that is not JSON is an error for that line only."""
     name = _display(path, display)
     with open(path, "rb") as f:
-        for lineno, raw in enumerate(f, 1):
+        for lineno, raw in enumerate(safejson.bounded_lines(f), 1):
+            if isinstance(raw, safejson.LineTooLong):
+                yield error_item(Location(name, lineno), f"input limit: the line is {raw.size} bytes long, longer "
+                                                         f"than {input_limits().max_line_bytes} (limit MAX_LINE_BYTES)")
+                continue
             if lineno == 1 and raw.startswith(BOM):
                 raw = raw[3:]
             raw = raw.strip()
@@ -97,7 +102,7 @@ def _first_lines(path: str | os.PathLike, limit: int = 5, max_bytes: int = 1 << 
     out: list[bytes] = []
     read = 0
     with open(path, "rb") as f:
-        for raw in f:
+        while raw := f.readline(max_bytes - read if read < max_bytes else 1):  # never a whole long line
             read += len(raw)
             s = raw.strip()
             if not out and s.startswith(BOM):

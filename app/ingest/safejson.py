@@ -404,6 +404,34 @@ def iter_array(f: IO[bytes], limits: InputLimits | None = None, chunk_size: int 
                            fatal=True)
 
 
+class LineTooLong:
+    """Stands for a line longer than the limit in `bounded_lines` (its bytes were not kept)."""
+
+    def __init__(self, size: int):
+        self.size = size
+
+
+def bounded_lines(f: IO[bytes], max_line: int | None = None) -> Iterator[bytes | LineTooLong]:
+    """The lines of binary file `f`, like iterating over it, except that a line longer than
+    `max_line` bytes (MAX_LINE_BYTES) is not held in memory: it comes back as a `LineTooLong`
+    and reading goes on with the next line."""
+    most = max_line if max_line is not None else input_limits().max_line_bytes
+    while True:
+        line = f.readline(most + 1)
+        if not line:
+            return
+        if len(line) <= most or line.endswith(b"\n") and len(line) == most + 1 and most > 0:
+            yield line
+            continue
+        size = len(line)
+        while not line.endswith(b"\n"):
+            line = f.readline(1 << 20)
+            if not line:
+                break
+            size += len(line)
+        yield LineTooLong(size)
+
+
 def top_level_keys(f: IO[bytes], limit: int = 64, max_bytes: int = 8 << 20) -> set[str]:
     """Keys of the top-level object in binary file `f` (read at most `max_bytes`), for format
     sniffing; stops after `limit` keys or at ``run_id``/``jsonrpc``/``body``."""

@@ -123,3 +123,25 @@ def test_events_per_run_limit(tmp_path, monkeypatch):
         get_settings.cache_clear()
     assert ok == ["small"]
     assert len(errors) == 1 and "run big: field events: 11 events, at most 10 per run" in errors[0]
+
+
+def test_a_line_over_max_line_bytes_is_rejected_unread(tmp_path, monkeypatch):
+    from app.core.config import get_settings
+
+    monkeypatch.setenv("MAX_LINE_BYTES", str(1 << 20))
+    get_settings.cache_clear()
+    try:
+        p = tmp_path / "runs.jsonl"
+        long = json.dumps(hostile.run("long", metadata={"pad": "x" * (8 << 20)}))
+        p.write_text(json.dumps(hostile.run("a")) + "\n" + long + "\n" + json.dumps(hostile.run("b")) + "\n")
+        tracemalloc.start()
+        try:
+            ok, errors = _runs(p)
+            _, peak = tracemalloc.get_traced_memory()
+        finally:
+            tracemalloc.stop()
+    finally:
+        get_settings.cache_clear()
+    assert ok == ["a", "b"] and len(errors) == 1
+    assert f"{p}:2" in errors[0] and "MAX_LINE_BYTES" in errors[0]
+    assert peak < 4 << 20, peak  # the 8 MB line was never held whole
