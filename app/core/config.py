@@ -45,8 +45,9 @@ class Settings(BaseSettings):
     max_int_digits: int = Field(1000, ge=1, le=4300)
     #: Most events in one run.
     max_events_per_run: int = Field(50_000, ge=1)
-    #: Longest line of a JSON Lines file (one run a line), in bytes; a longer line is rejected unread.
-    max_line_bytes: int = Field(256 * 1024 * 1024, ge=1)
+    #: Longest record, in bytes: a line of JSON Lines, an element of a JSON array or a one-run JSON file;
+    #: a longer one is rejected without being held in memory.
+    max_record_bytes: int = Field(256 * 1024 * 1024, ge=1)
     #: Bytes unpacked from one zip upload/file, nested zips included (counted while decompressing).
     max_zip_bytes: int = Field(2 << 30, ge=1)
     #: Members (files and folders) of one zip, nested zips included.

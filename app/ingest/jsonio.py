@@ -74,7 +74,7 @@ def iter_jsonl(path: str | os.PathLike, display: str | None = None) -> Iterator[
         for lineno, raw in enumerate(safejson.bounded_lines(f), 1):
             if isinstance(raw, safejson.LineTooLong):
                 yield error_item(Location(name, lineno), f"input limit: the line is {raw.size} bytes long, longer "
-                                                         f"than {input_limits().max_line_bytes} (limit MAX_LINE_BYTES)")
+                                                         f"than {input_limits().max_record_bytes} (limit MAX_RECORD_BYTES)")
                 continue
             if lineno == 1 and raw.startswith(BOM):
                 raw = raw[3:]
@@ -88,6 +88,11 @@ def iter_jsonl(path: str | os.PathLike, display: str | None = None) -> Iterator[
 def iter_json_object(path: str | os.PathLike, display: str | None = None) -> Iterator[ImportItem]:
     """Yield the single run held by a file containing one JSON object."""
     name = _display(path, display)
+    most = input_limits().max_record_bytes
+    if os.path.getsize(path) > most:
+        yield error_item(Location(name), f"input limit: one run of {os.path.getsize(path)} bytes, longer than "
+                                         f"{most} (limit MAX_RECORD_BYTES)")
+        return
     try:
         with open(path, "rb") as f:
             data = f.read()

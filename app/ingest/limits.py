@@ -100,8 +100,8 @@ class InputLimits:
     max_int_digits: int = 1000
     #: most events in one run
     max_events_per_run: int = 50_000
-    #: longest line of a JSON Lines file (one run a line), in bytes
-    max_line_bytes: int = 256 * 1024 * 1024
+    #: longest record: a line of JSON Lines, an element of a JSON array, a one-run JSON file (bytes)
+    max_record_bytes: int = 256 * 1024 * 1024
     #: bytes unpacked from one zip archive, nested archives included (counted while decompressing)
     max_zip_bytes: int = 2 << 30
     #: members (files and folders) of one zip archive, nested archives included

@@ -38,7 +38,8 @@ _STRING = re.compile(rb'"[^"\\]*+(?:\\.[^"\\]*+)*+"', re.S)
 #: tokens for locating a breach: a string (and whether it is a key), a bracket, a comma, a number
 _TOKEN = re.compile(rb'"[^"\\]*+(?:\\.[^"\\]*+)*+(")?(\s*:)?|[\[\]{},]|-?\d++(?:\.\d++)?(?:[eE][+-]?\d++)?', re.S)
 _OPEN, _CLOSE = frozenset(b"[{"), frozenset(b"]}")
-_LIMIT_NAMES = {"depth": "MAX_JSON_DEPTH", "string": "MAX_STRING_BYTES", "int": "MAX_INT_DIGITS"}
+_LIMIT_NAMES = {"depth": "MAX_JSON_DEPTH", "string": "MAX_STRING_BYTES", "int": "MAX_INT_DIGITS",
+                "size": "MAX_RECORD_BYTES"}
 
 
 class JSONLimitError(json.JSONDecodeError):
@@ -252,6 +253,15 @@ def iter_array(f: IO[bytes], limits: InputLimits | None = None, chunk_size: int 
         if elem_start is not None:
             elem_start = max(0, elem_start - upto)
 
+    def too_big() -> bool:
+        """Marks the open element bad once it holds more than MAX_RECORD_BYTES."""
+        nonlocal bad
+        if bad is None and elem_start is not None and pos - elem_start > lim.max_record_bytes:
+            bad = JSONLimitError("size", f"an element longer than {lim.max_record_bytes} bytes", "", 0, f"[{index}]")
+            bad.lineno = line_at(elem_start)
+            return True
+        return False
+
     def scalars(gap: bytes, line: int) -> Iterator[ArrayElement]:
         nonlocal index
         for piece in gap.split(b","):
@@ -301,6 +311,8 @@ def iter_array(f: IO[bytes], limits: InputLimits | None = None, chunk_size: int 
                 drop(pos)
             elif bad is not None:
                 drop(pos)
+            elif too_big():
+                drop(pos)
             continue
         c = buf[pos]
         if c == 0x22:  # a string not finished in buf
@@ -325,7 +337,7 @@ def iter_array(f: IO[bytes], limits: InputLimits | None = None, chunk_size: int 
                 continue
             if eof:
                 break  # unterminated string at the end of the file
-            if bad is not None or (elem_start is None and depth <= 1):
+            if bad is not None or (elem_start is None and depth <= 1) or too_big():
                 drop(pos)
             # read more: the string continues in the next chunk
             data = f.read(chunk_size)
@@ -413,9 +425,9 @@ class LineTooLong:
 
 def bounded_lines(f: IO[bytes], max_line: int | None = None) -> Iterator[bytes | LineTooLong]:
     """The lines of binary file `f`, like iterating over it, except that a line longer than
-    `max_line` bytes (MAX_LINE_BYTES) is not held in memory: it comes back as a `LineTooLong`
+    `max_line` bytes (MAX_RECORD_BYTES) is not held in memory: it comes back as a `LineTooLong`
     and reading goes on with the next line."""
-    most = max_line if max_line is not None else input_limits().max_line_bytes
+    most = max_line if max_line is not None else input_limits().max_record_bytes
     while True:
         line = f.readline(most + 1)
         if not line:

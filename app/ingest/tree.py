@@ -69,7 +69,7 @@ from typing import Any
 
 import yaml
 
-from app.ingest import safejson
+from app.ingest import safejson, safeyaml
 from app.ingest.canonical import EVENT_KINDS, Location, RunFormatError, epoch_to_iso, normalize_run, ts_order
 from app.ingest.items import ImportItem
 
@@ -203,7 +203,7 @@ def _load_doc(path: Path, shown: str) -> Any:
         raise RunFormatError(Location(shown), f"not UTF-8 text: {exc.reason}") from None
     if path.suffix.lower() in (".yaml", ".yml"):
         try:
-            return yaml.safe_load(text)
+            return safeyaml.load(text)
         except yaml.YAMLError as exc:
             raise RunFormatError(Location(shown), f"not valid YAML: {exc}") from None
     try:
@@ -218,7 +218,10 @@ def _records(path: Path, shown: str, list_keys: tuple[str, ...]) -> Iterator[tup
     `list_keys` holding the array, or a single record)."""
     if path.suffix.lower() in (".jsonl", ".ndjson"):
         with open(path, "rb") as f:
-            for lineno, raw in enumerate(f, 1):
+            for lineno, raw in enumerate(safejson.bounded_lines(f), 1):
+                if isinstance(raw, safejson.LineTooLong):
+                    raise RunFormatError(Location(shown, lineno), f"input limit: a line of {raw.size} bytes "
+                                                                  "(limit MAX_RECORD_BYTES)")
                 raw = raw.strip()
                 if lineno == 1 and raw.startswith(b"\xef\xbb\xbf"):
                     raw = raw[3:]

@@ -125,10 +125,10 @@ def test_events_per_run_limit(tmp_path, monkeypatch):
     assert len(errors) == 1 and "run big: field events: 11 events, at most 10 per run" in errors[0]
 
 
-def test_a_line_over_max_line_bytes_is_rejected_unread(tmp_path, monkeypatch):
+def test_a_line_over_max_record_bytes_is_rejected_unread(tmp_path, monkeypatch):
     from app.core.config import get_settings
 
-    monkeypatch.setenv("MAX_LINE_BYTES", str(1 << 20))
+    monkeypatch.setenv("MAX_RECORD_BYTES", str(1 << 20))
     get_settings.cache_clear()
     try:
         p = tmp_path / "runs.jsonl"
@@ -143,5 +143,44 @@ def test_a_line_over_max_line_bytes_is_rejected_unread(tmp_path, monkeypatch):
     finally:
         get_settings.cache_clear()
     assert ok == ["a", "b"] and len(errors) == 1
-    assert f"{p}:2" in errors[0] and "MAX_LINE_BYTES" in errors[0]
+    assert f"{p}:2" in errors[0] and "MAX_RECORD_BYTES" in errors[0]
     assert peak < 4 << 20, peak  # the 8 MB line was never held whole
+
+
+def test_an_array_element_or_one_run_file_over_max_record_bytes(tmp_path, monkeypatch):
+    from app.core.config import get_settings
+
+    monkeypatch.setenv("MAX_RECORD_BYTES", str(1 << 20))
+    get_settings.cache_clear()
+    try:
+        big = hostile.run("big", metadata={"pad": ["x" * 1000] * 3000})  # 3 MB, no long string
+        arr = tmp_path / "runs.json"
+        arr.write_text(json.dumps([hostile.run("a"), big, hostile.run("b")]))
+        one = tmp_path / "one.json"
+        one.write_text(json.dumps(big, indent=1))
+        tracemalloc.start()
+        try:
+            ok, errors = _runs(arr)
+            _, peak = tracemalloc.get_traced_memory()
+        finally:
+            tracemalloc.stop()
+        ok1, errors1 = _runs(one)
+    finally:
+        get_settings.cache_clear()
+    assert ok == ["a", "b"] and len(errors) == 1 and "[1]" in errors[0] and "MAX_RECORD_BYTES" in errors[0]
+    assert peak < 3 << 20, peak
+    assert ok1 == [] and len(errors1) == 1 and "MAX_RECORD_BYTES" in errors1[0]
+
+
+def test_yaml_in_a_run_directory_refuses_aliases_and_deep_nesting(tmp_path):
+    from app.ingest.safeyaml import load
+
+    laughs = "a: &a [x,x,x,x,x,x,x,x,x]\n" + "".join(
+        f"{chr(98 + i)}: &{chr(98 + i)} [" + ",".join(["*" + chr(97 + i)] * 9) + "]\n" for i in range(8))
+    for text, needle in ((laughs, "aliases"), ("[" * 20000 + "]" * 20000, "MAX_JSON_DEPTH")):
+        run_dir = tmp_path / needle
+        run_dir.mkdir()
+        (run_dir / "run.yaml").write_text(text)
+        (err,) = [i.error for i in iter_path(run_dir) if i.error]
+        assert needle in str(err) and "run.yaml" in str(err)
+    assert load("a: {b: [1, 2]}\n") == {"a": {"b": [1, 2]}}
