@@ -25,6 +25,7 @@ from typing import Annotated
 from fastapi import Depends, HTTPException, Request, status
 from fastapi.concurrency import run_in_threadpool
 from fastapi.security import HTTPAuthorizationCredentials
+from starlette.requests import ClientDisconnect
 from python_multipart.multipart import MultipartParser, parse_options_header
 
 from app.api.deps import bearer, current_api_user
@@ -111,6 +112,8 @@ class _Body:
             chunk = await asyncio.wait_for(self.stream.__anext__(), wait)
         except TimeoutError:
             raise HTTPException(408, "upload stalled: no data for UPLOAD_IDLE_TIMEOUT seconds") from None
+        except ClientDisconnect:  # nobody is left to answer; not a server error
+            raise HTTPException(400, "the client disconnected before the upload was complete") from None
         self.size += len(chunk)
         if self.size > self.limit:
             raise HTTPException(413, f"upload larger than {self.limit} bytes (MAX_UPLOAD_BYTES)")
@@ -171,7 +174,7 @@ async def receive_upload(request: Request, body_filename: Callable[[str], str], 
         await writer.close()
         with open(target, "rb") as f:
             head = f.read(4096)
-        if not head.strip() and (writer.size <= 4096 or not _has_content(target)):
+        if not head.strip() and (writer.size <= 4096 or not await run_in_threadpool(_has_content, target)):
             raise HTTPException(422, empty_hint)
         final = folder / ("upload" + _suffix(filename, part_type, head))
         target.rename(final)
