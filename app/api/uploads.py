@@ -25,8 +25,8 @@ from typing import Annotated
 from fastapi import Depends, HTTPException, Request, status
 from fastapi.concurrency import run_in_threadpool
 from fastapi.security import HTTPAuthorizationCredentials
-from starlette.requests import ClientDisconnect
 from python_multipart.multipart import MultipartParser, parse_options_header
+from starlette.requests import ClientDisconnect
 
 from app.api.deps import bearer, current_api_user
 from app.auth.models import User
