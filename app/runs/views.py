@@ -80,7 +80,8 @@ def get_run(run_id: str, session: SessionDep, user: ApiUser) -> dict[str, Any]:
          "application/x-ndjson": "JSON Lines: one canonical run a line"},
         "Runs to import: a JSON array, JSON Lines, or a multipart upload (field `file`: JSON, JSON Lines, "
         "an A2A wire log or a zip).")},
-    responses={403: {"description": "requires role admin or reviewer"},
+    responses={400: {"description": "the client disconnected before the body was complete"},
+               403: {"description": "requires role admin or reviewer"},
                408: {"description": "the body stalled (UPLOAD_IDLE_TIMEOUT) or took too long (UPLOAD_TOTAL_TIMEOUT)"},
                413: {"description": "upload larger than MAX_UPLOAD_BYTES (refused as soon as it is passed)"},
                422: {"description": "empty body, or a multipart upload without the field `file`"}},
