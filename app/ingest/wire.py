@@ -407,8 +407,15 @@ def _scan(path: str | os.PathLike) -> Iterator[tuple[int, int, int, bytes]]:
     data: list[bytes] = []
     end = 0
     with open(path, "rb") as f:
-        for lineno, raw in enumerate(f, 1):
+        for lineno, raw in enumerate(safejson.bounded_lines(f), 1):
             begin = offset
+            if isinstance(raw, safejson.LineTooLong):  # never held: reported by _index
+                offset += raw.size
+                if start >= 0 and data:
+                    yield start, end - start, line0, b"\n".join(data)
+                start, data = -1, []
+                yield begin, raw.size, lineno, raw
+                continue
             offset += len(raw)
             s = raw.strip()
             if lineno == 1 and s.startswith(b"\xef\xbb\xbf"):
@@ -469,6 +476,10 @@ def _index(path: str | os.PathLike, name: str) -> _Index:
     pending: dict[Any, list[int]] = {}
     unknown = array("q")
     for off, length, line, payload in _scan(path):
+        if isinstance(payload, safejson.LineTooLong):
+            ix.errors.append(error_item(Location(name, line), f"input limit: a line of {payload.size} bytes, longer "
+                                                              "than MAX_RECORD_BYTES allows"))
+            continue
         try:
             obj = safejson.loads(payload)
         except (UnicodeDecodeError, json.JSONDecodeError) as exc:

@@ -184,3 +184,21 @@ def test_yaml_in_a_run_directory_refuses_aliases_and_deep_nesting(tmp_path):
         (err,) = [i.error for i in iter_path(run_dir) if i.error]
         assert needle in str(err) and "run.yaml" in str(err)
     assert load("a: {b: [1, 2]}\n") == {"a": {"b": [1, 2]}}
+
+
+def test_a_wire_log_line_over_max_record_bytes_is_reported_not_read(tmp_path, monkeypatch):
+    from app.core.config import get_settings
+
+    monkeypatch.setenv("MAX_RECORD_BYTES", str(1 << 20))
+    get_settings.cache_clear()
+    try:
+        p = tmp_path / "traffic.jsonl"
+        rpc = {"jsonrpc": "2.0", "id": 1, "method": "message/send",
+               "params": {"message": {"role": "user", "messageId": "m1", "contextId": "ctx-1",
+                                      "parts": [{"kind": "text", "text": "hi"}]}}}
+        p.write_text(json.dumps(rpc) + "\n" + json.dumps({**rpc, "pad": "x" * (3 << 20)}) + "\n")
+        items = list(iter_path(p))
+    finally:
+        get_settings.cache_clear()
+    errors = [str(i.error) for i in items if i.error]
+    assert len(errors) == 1 and f"{p}:2" in errors[0] and "MAX_RECORD_BYTES" in errors[0]
