@@ -4,6 +4,7 @@ matches the schema the document gives for its status (error bodies included)."""
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 import schemathesis
@@ -45,7 +46,7 @@ def test_api_conforms_and_never_answers_5xx(engine, admin_token):
         n_ops += 1
 
         @given(case=op.as_strategy())
-        @settings(max_examples=4, deadline=None, derandomize=True, database=None,
+        @settings(max_examples=int(os.environ.get("A2A_SCHEMATHESIS_EXAMPLES", "4")), deadline=None, derandomize=True, database=None,
                   phases=[Phase.explicit, Phase.generate], suppress_health_check=list(HealthCheck))
         def run(case):
             calls.append(case.call_and_validate(headers=headers, checks=checks).status_code)
