@@ -38,8 +38,9 @@ def create_app(engine: Engine | None = None, settings: Settings | None = None, c
                        max_age=settings.session_max_age, same_site="lax", https_only=settings.cookie_secure)
     app.mount("/static", StaticFiles(directory=str(STATIC_DIR)), name="static")
     from app.core.scratch import clean_upload_dirs
-    from app.web.security import SecurityHeaders
+    from app.web.security import BodyLimit, SecurityHeaders
 
+    app.add_middleware(BodyLimit)  # every request body bounded while it is received
     app.add_middleware(SecurityHeaders)  # outermost: CSP, nosniff, no framing, no-store, X-Request-ID
     clean_upload_dirs()  # upload folders left by a process that died mid-upload
 

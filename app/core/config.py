@@ -35,6 +35,8 @@ class Settings(BaseSettings):
     success_threshold: float = 0.5
     #: Default bootstrap resamples for agreement confidence intervals.
     bootstrap_resamples: int = 1000
+    #: Largest body of any other request (forms, JSON bodies), in bytes; counted while it arrives.
+    max_request_bytes: int = Field(16 * 1024 * 1024, ge=1024)
     #: Input limits, enforced while parsing (app/ingest/limits.py, app/ingest/safejson.py); a breach
     #: rejects the run, line or file with an error naming file, line and field (4xx on the API).
     #: Deepest nesting of arrays/objects in one run, line or document (at most 500).

@@ -68,3 +68,58 @@ class SecurityHeaders:
             await send(message)
 
         await self.app(scope, receive, send_with_headers)
+
+
+#: routes whose bodies are uploads (MAX_UPLOAD_BYTES); every other body is limited to MAX_REQUEST_BYTES
+UPLOAD_PATHS = ("/api/v1/imports", "/api/v1/annotations/import")
+UPLOAD_PREFIXES = ("/v1/",)  # OTLP (POST /v1/traces)
+
+
+class BodyLimit:
+    """Pure ASGI middleware bounding every request body while it is received: MAX_UPLOAD_BYTES
+    on the upload routes, MAX_REQUEST_BYTES (forms, JSON bodies) elsewhere. A declared
+    Content-Length over the limit answers 413 at once; a chunked body is cut off the moment it
+    passes the limit (413 from the route reading it). Nothing reads an unbounded body into
+    memory, e.g. a 500 MB form posted to /login."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        from app.core.config import get_settings
+
+        s = get_settings()
+        path = scope.get("path", "")
+        limit = s.max_upload_bytes if path in UPLOAD_PATHS or path.startswith(UPLOAD_PREFIXES) else s.max_request_bytes
+        name = "MAX_UPLOAD_BYTES" if limit == s.max_upload_bytes else "MAX_REQUEST_BYTES"
+        for k, v in scope.get("headers", []):
+            if k == b"content-length" and v.isdigit() and int(v) > limit:
+                await _too_large(send, limit, name)
+                return
+        total = 0
+
+        async def limited() -> Message:
+            nonlocal total
+            message = await receive()
+            if message["type"] == "http.request":
+                total += len(message.get("body", b""))
+                if total > limit:
+                    from fastapi import HTTPException
+
+                    raise HTTPException(413, f"request body larger than {limit} bytes ({name})")
+            return message
+
+        await self.app(scope, limited, send)
+
+
+async def _too_large(send: Send, limit: int, name: str) -> None:
+    import json
+
+    body = json.dumps({"detail": f"request body larger than {limit} bytes ({name})"}).encode()
+    await send({"type": "http.response.start", "status": 413,
+                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
+                            (b"connection", b"close")]})
+    await send({"type": "http.response.body", "body": body})

@@ -222,3 +222,24 @@ def test_superscript_digits_are_not_numbers(engine, path):
     c = TestClient(create_app(engine), raise_server_exceptions=False)
     r = c.get(path, headers={"Authorization": f"Bearer {tok}"})
     assert r.status_code < 500, (path, r.status_code, r.text[:200])
+
+
+def test_other_request_bodies_are_bounded_too(engine, settings_env):
+    settings_env(max_request_bytes=64 * 1024)
+    c = TestClient(create_app(engine))
+    r = c.post("/login", content=b"username=x&password=" + b"y" * 200_000,
+               headers={"Content-Type": "application/x-www-form-urlencoded"})
+    assert r.status_code == 413 and "MAX_REQUEST_BYTES" in r.text
+
+    async def chunks():
+        for _ in range(100):
+            yield b"a" * 4096
+
+    async def go():
+        transport = httpx.ASGITransport(app=create_app(engine))
+        async with httpx.AsyncClient(transport=transport, base_url="http://t") as ac:
+            return await ac.post("/login", content=chunks(), headers={"Content-Type": "application/x-www-form-urlencoded"})
+
+    r = asyncio.run(go())
+    assert r.status_code == 413
+    assert c.get("/healthz").status_code == 200
