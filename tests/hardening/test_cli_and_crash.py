@@ -82,3 +82,22 @@ def test_kill_9_mid_import_leaves_whole_runs_and_reimport_is_exact(engine, db_ur
         total, distinct = c.execute(text("SELECT count(*), count(DISTINCT run_id) FROM run")).one()
         events = c.execute(text("SELECT count(*) FROM event")).scalar_one()
     assert total == distinct == N_RUNS and events == 2 * N_RUNS
+
+
+@pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)
+def test_cli_import_labels_hostile_rows_are_one_line_rejections(engine, db_url, tmp_path):
+    (tmp_path / "runs.jsonl").write_text(json.dumps(hostile.run("lab-1")) + "\n")
+    assert _cli(["import", str(tmp_path / "runs.jsonl")], db_url).returncode == 0
+    jl = tmp_path / "labels.jsonl"
+    jl.write_bytes(b'{"annotator": "judge:a", "run_id": "lab-1", "mode": "none", "confidence": ' + b"9" * 5000 + b"}\n"
+                   + b'{"annotator": "judge:b", "run_id": "lab-1", "mode": "none", "note": ' + hostile.deep(50_000) + b"}\n"
+                   + b'{"annotator": "judge:c", "run_id": "lab-1", "mode": "none"}\n')
+    csv = tmp_path / "labels.csv"
+    csv.write_bytes(b"annotator,run_id,mode,note\njudge:d,lab-1,none," + b"n" * 200_000 + b"\n")
+    r = _cli(["import-labels", str(jl), str(csv)], db_url)
+    assert "Traceback" not in r.stderr and r.returncode == 1, r.stderr[-800:]
+    assert r.stdout.strip().splitlines()[-1] == "imported 2 annotations, rejected 2"
+    rejected = [ln for ln in r.stderr.splitlines() if ln.startswith("rejected: ")]
+    assert len(rejected) == 2 and all(len(ln) < 600 for ln in rejected)
+    assert any(f"{jl}:1" in ln and "MAX_INT_DIGITS" in ln for ln in rejected)
+    assert any(f"{jl}:2" in ln and "MAX_JSON_DEPTH" in ln for ln in rejected)
