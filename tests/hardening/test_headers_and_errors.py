@@ -102,3 +102,11 @@ def test_directory_import_does_not_follow_links_out_of_the_tree(tmp_path):
     assert runs == ["inside", "inside"]
     assert any("link.jsonl (symbolic link out of the tree: not followed)" in u for u in unused)
     assert any("linkdir (symbolic link out of the tree: not followed)" in u for u in unused)
+
+
+def test_docker_compose_has_no_known_secret_key_default():
+    import yaml
+
+    compose = yaml.safe_load((TEMPLATES.parents[2] / "docker-compose.yml").read_text())
+    value = compose["services"]["app"]["environment"]["SECRET_KEY"]
+    assert value.startswith("${SECRET_KEY:?"), value  # compose refuses to start without one

@@ -3,6 +3,7 @@
 (VmHWM from /proc) below 500 MB."""
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import socket
@@ -34,22 +35,18 @@ def _peak_kb(pid: int) -> int:
     raise AssertionError("no VmHWM")
 
 
-@pytest.fixture
-def live(engine, db_url, tmp_path):
-    from app.auth.service import create_token
-
-    with Session(engine) as s:
-        tok = create_token(s, make_user(s, "live-admin", "admin"), "live")
-        s.commit()
+@contextlib.contextmanager
+def _server(db_url, tmp_path, **env_extra):
     port = _free_port()
     env = dict(os.environ, DATABASE_URL=db_url, SECRET_KEY="live-server-test-" + "x" * 32,
                MAX_UPLOAD_BYTES=str(20 << 20), MAX_ZIP_BYTES=str(20 << 20), UPLOAD_IDLE_TIMEOUT="2",
                UPLOAD_DIR=str(tmp_path / "uploads"))
+    env.update(env_extra)
     proc = subprocess.Popen([sys.executable, "-m", "app.cli", "serve", "--host", "127.0.0.1", "--port", str(port)],
                             env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     base = f"http://127.0.0.1:{port}"
     try:
-        for _ in range(200):
+        for _ in range(300):
             try:
                 if httpx.get(base + "/healthz", timeout=1).status_code == 200:
                     break
@@ -57,10 +54,26 @@ def live(engine, db_url, tmp_path):
                 time.sleep(0.1)
         else:
             raise AssertionError(proc.stderr.read().decode()[-2000:] if proc.poll() is not None else "no start")
-        yield proc, base, tok, port, tmp_path / "uploads"
+        yield proc, base, port
     finally:
         proc.kill()
         proc.wait(10)
+
+
+def _admin_token(engine) -> str:
+    from app.auth.service import create_token
+
+    with Session(engine) as s:
+        tok = create_token(s, make_user(s, "live-admin", "admin"), "live")
+        s.commit()
+    return tok
+
+
+@pytest.fixture
+def live(engine, db_url, tmp_path):
+    tok = _admin_token(engine)
+    with _server(db_url, tmp_path) as (proc, base, port):
+        yield proc, base, tok, port, tmp_path / "uploads"
 
 
 @pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)
@@ -125,3 +138,30 @@ def test_hostile_inputs_against_a_live_server(live):
     print(f"live server peak RSS: {peak / 1024:.0f} MB")
     assert peak < PEAK_RSS_BOUND_KB, f"peak RSS {peak / 1024:.0f} MB"
     assert [p for p in uploads.rglob("*") if p.is_file()] == []  # every upload's temporary file removed
+
+
+@pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)
+def test_concurrency_limit_answers_503_beyond_it(engine, db_url, tmp_path):
+    tok = _admin_token(engine)
+    with _server(db_url, tmp_path, SERVER_LIMIT_CONCURRENCY="4", UPLOAD_IDLE_TIMEOUT="3") as (proc, base, port):
+        held = []
+        for _ in range(8):  # stalled uploads, twice as many as the limit
+            s = socket.create_connection(("127.0.0.1", port))
+            s.sendall(f"POST /api/v1/imports HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {tok}\r\n"
+                      "Content-Type: application/json\r\nContent-Length: 1000\r\n\r\n[".encode())
+            held.append(s)
+        time.sleep(0.5)
+        answers = []
+        for s in held:
+            s.settimeout(0.3)
+            try:
+                answers.append(s.recv(40).split(b"\r\n", 1)[0])
+            except TimeoutError:
+                answers.append(b"(waiting for its body)")
+        # beyond the limit requests are refused at once (503) instead of queueing without bound
+        assert b"HTTP/1.1 503 Service Unavailable" in answers, answers
+        assert answers.count(b"(waiting for its body)") <= 4, answers
+        for s in held:
+            s.close()
+        time.sleep(0.5)
+        assert httpx.get(base + "/healthz", timeout=5).status_code == 200 and proc.poll() is None
