@@ -162,11 +162,33 @@ class _TooManyDigits(Exception):
     pass
 
 
+_NOT_BRACKETS = bytes(sorted(set(range(256)) - set(b"[]{}")))
+
+
+def _surely_within(data: bytes, lim: InputLimits) -> tuple[bool, bool]:
+    """Fast checks, all in C: (nesting surely within MAX_JSON_DEPTH, no integer can have more
+    than MAX_INT_DIGITS digits). False means "look closer", not "over the limit"."""
+    # brackets and digits inside strings count too: that can only send a text to the closer look
+    brackets = data.translate(None, _NOT_BRACKETS)
+    passes = 0
+    while brackets and passes <= lim.max_json_depth:  # one pass removes one level of pairs
+        shorter = brackets.replace(b"[]", b"").replace(b"{}", b"")
+        if shorter == brackets:
+            break
+        brackets = shorter
+        passes += 1
+    depth_ok = not brackets and passes <= lim.max_json_depth
+    digits_ok = re.search(rb"\d{%d}" % (lim.max_int_digits + 1), data) is None
+    return depth_ok, digits_ok
+
+
 def check(data: bytes, limits: InputLimits | None = None, *, depth_checked: bool = False,
-          base: list[Any] | None = None) -> None:
-    """Raises JSONLimitError when `data` nests too deep or holds a too-long string."""
+          base: list[Any] | None = None) -> bool:
+    """Raises JSONLimitError when `data` nests too deep or holds a too-long string; returns
+    whether any integer may have too many digits (then `loads` parses with a checking hook)."""
     lim = limits or input_limits()
-    if not depth_checked:
+    depth_ok, digits_ok = _surely_within(data, lim)
+    if not depth_checked and not depth_ok:
         hit = _depth_breach(data, lim.max_json_depth)
         if hit is not None:
             raise JSONLimitError("depth", f"nested deeper than {lim.max_json_depth} levels",
@@ -175,6 +197,7 @@ def check(data: bytes, limits: InputLimits | None = None, *, depth_checked: bool
     if where is not None:
         raise JSONLimitError("string", f"a string longer than {lim.max_string_bytes} bytes",
                              data.decode("utf-8", "replace"), where, locate(data, where, base))
+    return not digits_ok
 
 
 def loads(data: bytes | bytearray | str, limits: InputLimits | None = None, *,
@@ -187,9 +210,11 @@ def loads(data: bytes | bytearray | str, limits: InputLimits | None = None, *,
     raw = _as_bytes(data)
     if raw.startswith(BOM):
         raw = raw[3:]
-    check(raw, lim, depth_checked=_depth_checked, base=base)
+    long_ints = check(raw, lim, depth_checked=_depth_checked, base=base)
     text = raw.decode("utf-8")
     try:
+        if not long_ints:
+            return json.loads(text)
         return json.loads(text, parse_int=_int_hook(lim.max_int_digits))
     except _TooManyDigits:
         where = _first_long_int(raw, lim.max_int_digits) or 0
