@@ -202,3 +202,38 @@ def test_a_wire_log_line_over_max_record_bytes_is_reported_not_read(tmp_path, mo
         get_settings.cache_clear()
     errors = [str(i.error) for i in items if i.error]
     assert len(errors) == 1 and f"{p}:2" in errors[0] and "MAX_RECORD_BYTES" in errors[0]
+
+
+_json_values = None
+
+
+def _values():
+    from hypothesis import strategies as st
+
+    global _json_values
+    if _json_values is None:
+        text = st.text(alphabet=st.sampled_from(list('ab"\\\\[]{},: \\n\\té€😀')), max_size=12)
+        scalars = st.none() | st.booleans() | st.integers(-10**30, 10**30) | st.floats(allow_nan=False,
+                                                                                        allow_infinity=False) | text
+        _json_values = st.recursive(scalars, lambda kids: st.lists(kids, max_size=4)
+                                    | st.dictionaries(text, kids, max_size=4), max_leaves=20)
+    return _json_values
+
+
+def test_streamed_array_equals_json_loads_for_any_chunking():
+    """Property: any array of objects/arrays reads element by element exactly as json.loads reads
+    it whole, whatever the chunk size (strings with brackets, quotes, escapes, non-ASCII)."""
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    @given(st.lists(st.dictionaries(st.text(max_size=5), _values(), max_size=4) | st.lists(_values(), max_size=3),
+                    max_size=6),
+           st.integers(1, 40), st.booleans())
+    @settings(max_examples=120, deadline=None, database=None)
+    def check(elements, chunk, pretty):
+        body = json.dumps(elements, indent=1 if pretty else None, ensure_ascii=False).encode()
+        got = list(iter_array(io.BytesIO(body), InputLimits(), chunk_size=chunk))
+        assert [e.error for e in got] == [None] * len(elements)
+        assert [e.value for e in got] == elements
+
+    check()
