@@ -243,3 +243,19 @@ def test_other_request_bodies_are_bounded_too(engine, settings_env):
     r = asyncio.run(go())
     assert r.status_code == 413
     assert c.get("/healthz").status_code == 200
+
+
+def test_json_api_bodies_are_parsed_within_the_limits(engine):
+    tok = _token(engine)
+    c = TestClient(create_app(engine), raise_server_exceptions=False)
+    h = _hdr(tok)
+    deep = b'{"run_id": "x", "labels": ' + b"[" * 50_000 + b"]" * 50_000 + b"}"
+    r = c.post("/api/v1/annotations", content=deep, headers=h)
+    assert r.status_code == 422 and "field labels" in r.json()["detail"] and "MAX_JSON_DEPTH" in r.json()["detail"]
+    r = c.post("/api/v1/annotations", content=b'{"run_id": "x", "time_ms": 1' + b"0" * 5000 + b"}", headers=h)
+    assert r.status_code == 422 and "field time_ms" in r.json()["detail"]
+    r = c.post("/api/v1/annotations", content=b'{"run_id": "x", "note": "\\xff"}'.replace(b"\\xff", b"\xff"),
+               headers=h)
+    assert r.status_code == 422 and "UTF-8" in r.json()["detail"]
+    r = c.post("/api/v1/annotations", content=b'{"run_id": ', headers=h)
+    assert r.status_code == 422 and "invalid JSON" in r.json()["detail"]
