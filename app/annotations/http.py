@@ -54,8 +54,10 @@ class JsonErrorRoute(APIRoute):
     def get_route_handler(self) -> Callable:
         handler = super().get_route_handler()
 
+        declares_body = self.body_field is not None  # upload routes stream their raw body instead
+
         async def route_handler(request: Request):
-            refused = await _parse_json_body(request)
+            refused = await _parse_json_body(request) if declares_body else None
             if refused is not None:
                 return refused
             try:
