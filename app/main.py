@@ -40,7 +40,13 @@ def create_app(engine: Engine | None = None, settings: Settings | None = None, c
     app.mount("/static", StaticFiles(directory=str(STATIC_DIR)), name="static")
     from starlette.middleware.gzip import GZipMiddleware
 
+    from app.core.scratch import clean_upload_dirs
+    from app.web.security import BodyLimit, SecurityHeaders
+
     app.add_middleware(GZipMiddleware, minimum_size=1024)  # long run pages: 3 MB of HTML, a tenth gzipped
+    app.add_middleware(BodyLimit)  # every request body bounded while it is received
+    app.add_middleware(SecurityHeaders)  # outermost: CSP, nosniff, no framing, no-store, X-Request-ID
+    clean_upload_dirs()  # upload folders left by a process that died mid-upload
 
     @app.exception_handler(LoginRequired)
     async def _login_required(request: Request, exc: LoginRequired):
@@ -58,6 +64,9 @@ def create_app(engine: Engine | None = None, settings: Settings | None = None, c
 
     install_docs(app)  # /docs and /redoc from installed assets, no CDN
     install_error_pages(app)  # HTML error pages for browsers; the API keeps JSON {"detail": ...}
+    from app.api.openapi import install_error_schemas
+
+    install_error_schemas(app)  # OpenAPI error bodies as sent: {"detail": "..."}; 401 documented
     return app
 
 

@@ -34,6 +34,7 @@ from app.annotations.models import Annotation, GoldLabel, GoldRun, Label
 from app.annotations.service import AnnotationError, RunContext, validate_labels
 from app.auth.models import User
 from app.core.errors import FieldError
+from app.core.text import is_decimal
 from app.runs.models import Agent, Principal, Run, utcnow
 from app.taxonomies.models import Taxonomy
 
@@ -219,7 +220,7 @@ def _clean_label(session: Session, run: Run, tax: Taxonomy, label: Any) -> dict[
 
 
 def _gold_label(session: Session, gold: GoldRun, gold_label_id: Any) -> GoldLabel:
-    if isinstance(gold_label_id, str) and gold_label_id.strip().isdigit():
+    if isinstance(gold_label_id, str) and is_decimal(gold_label_id.strip()):
         gold_label_id = int(gold_label_id)
     if isinstance(gold_label_id, bool) or not isinstance(gold_label_id, int):
         raise AdjudicationError("gold_label_id", f"must be the id of a gold label, got {gold_label_id!r}")
@@ -320,7 +321,7 @@ def merge_labels(session: Session, gold: GoldRun, run: Run, tax: Taxonomy, label
         raise AdjudicationError("label_ids", f"must be a non-empty list of label ids, got {label_ids!r}")
     ids = []
     for i, v in enumerate(label_ids):
-        if isinstance(v, str) and v.strip().isdigit():
+        if isinstance(v, str) and is_decimal(v.strip()):
             v = int(v)
         if isinstance(v, bool) or not isinstance(v, int):
             raise AdjudicationError(f"label_ids[{i}]", f"must be a label id, got {v!r}")

@@ -16,6 +16,7 @@ from sqlmodel import Session
 
 from app.agreement import adjudication, service
 from app.api.deps import MAX_PAGE, SessionDep
+from app.core.text import is_decimal
 from app.reports.charts import heatmap
 from app.web.csrf import verify_form_csrf
 from app.web.deps import ReviewerPage
@@ -215,7 +216,7 @@ def _seqs(text: str | None) -> list[Any]:
     out: list[Any] = []
     for tok in _SPLIT.split((text or "").strip()):
         if tok:
-            out.append(int(tok) if tok.lstrip("-").isdigit() else tok)
+            out.append(int(tok) if is_decimal(tok, signed=True) else tok)
     return out
 
 

@@ -54,13 +54,43 @@ class JsonErrorRoute(APIRoute):
     def get_route_handler(self) -> Callable:
         handler = super().get_route_handler()
 
+        declares_body = self.body_field is not None  # upload routes stream their raw body instead
+
         async def route_handler(request: Request):
+            refused = await _parse_json_body(request) if declares_body else None
+            if refused is not None:
+                return refused
             try:
                 return await handler(request)
             except RequestValidationError as exc:
                 return JSONResponse({"detail": validation_detail(exc.errors())}, status_code=422)
 
         return route_handler
+
+
+async def _parse_json_body(request: Request) -> JSONResponse | None:
+    """Parse a JSON request body within the input limits (app.ingest.safejson) before FastAPI
+    does: nesting deeper than MAX_JSON_DEPTH, a too-long string or integer answer 422 naming the
+    field, instead of FastAPI's 400 after a RecursionError (or a ValueError from int())."""
+    if request.method in SAFE_METHODS:
+        return None
+    ctype = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if not (ctype == "application/json" or ctype.endswith("+json")):
+        return None
+    from app.ingest import safejson
+
+    body = await request.body()
+    if not body:
+        return None
+    try:
+        request._json = safejson.loads(body)  # Request.json() returns it; FastAPI reads it from there
+    except safejson.JSONLimitError as exc:
+        return JSONResponse({"detail": f"body: {exc.msg}"}, status_code=422)
+    except UnicodeDecodeError as exc:
+        return JSONResponse({"detail": f"body: not UTF-8 text ({exc.reason} at byte {exc.start})"}, status_code=422)
+    except ValueError:
+        return None  # not JSON: FastAPI answers 422 json_invalid with the position
+    return None
 
 
 def api_csrf(request: Request) -> None:

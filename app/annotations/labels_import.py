@@ -35,6 +35,8 @@ from app.annotations.service import (
 )
 from app.auth.models import User
 from app.auth.service import MAX_USERNAME, judge_user
+from app.core.text import is_decimal
+from app.ingest import safejson
 from app.taxonomies.models import Taxonomy
 
 COLUMNS = ("annotator", "run_id", "mode", "agent", "evidence", "taxonomy", "note", "confidence", "principals")
@@ -114,9 +116,26 @@ def _check_columns(cols: list[str], filename: str, where: str) -> None:
                              f"(columns: {', '.join(COLUMNS)})")
 
 
+def _records(reader: csv.DictReader, filename: str):
+    """The reader's records; a record csv cannot read (a field over the limit, a NUL byte) ends
+    the file with an error naming its line."""
+    try:
+        yield from reader
+    except csv.Error as exc:
+        raise LabelFileError(f"{filename}:{reader.line_num + 1}", f"not readable as CSV: {exc}") from None
+
+
 def _read_csv(text: str, filename: str) -> tuple[list[_Row], list[dict[str, str]]]:
+    from app.ingest.limits import input_limits
+
+    # one field may be as long as a JSON string (MAX_STRING_BYTES); csv's own default is 128 KiB
+    csv.field_size_limit(max(input_limits().max_string_bytes, 1 << 17))
     reader = csv.DictReader(io.StringIO(text, newline=""))
-    header = [h.strip() for h in (reader.fieldnames or [])]
+    try:
+        fieldnames = reader.fieldnames
+    except csv.Error as exc:
+        raise LabelFileError(f"{filename}:1", f"not readable as CSV: {exc}") from None
+    header = [h.strip() for h in (fieldnames or [])]
     if not header:
         raise LabelFileError(filename, f"empty file (expected a CSV header: {', '.join(COLUMNS)})")
     reader.fieldnames = header
@@ -125,7 +144,7 @@ def _read_csv(text: str, filename: str) -> tuple[list[_Row], list[dict[str, str]
     if missing:
         raise LabelFileError(f"{filename}:1", f"missing column(s) {', '.join(missing)} in the CSV header")
     rows, errors = [], []
-    for rec in reader:
+    for rec in _records(reader, filename):
         line = reader.line_num  # the (last) physical line of this record
         if None in rec:
             errors.append(_err(filename, line, None, f"{len(header) + len(rec[None])} fields, header has {len(header)}"))
@@ -142,7 +161,7 @@ def _read_json(text: str, filename: str) -> tuple[list[_Row], list[dict[str, str
     stripped = text.lstrip()
     if stripped.startswith("["):
         try:
-            items = json.loads(text)
+            items = safejson.loads(text)
         except json.JSONDecodeError as exc:
             raise LabelFileError(f"{filename}:{exc.lineno}", f"invalid JSON ({exc.msg})") from None
         numbered = [(i + 1, item) for i, item in enumerate(items)]
@@ -153,7 +172,7 @@ def _read_json(text: str, filename: str) -> tuple[list[_Row], list[dict[str, str
             if not raw.strip():
                 continue
             try:
-                numbered.append((n, json.loads(raw)))
+                numbered.append((n, safejson.loads(raw)))
             except json.JSONDecodeError as exc:
                 errors.append(_err(filename, n, None, f"invalid JSON ({exc.msg} at column {exc.colno})"))
         unit = "line"
@@ -187,7 +206,7 @@ def _seqs(value: Any) -> list[int]:
         s = value.strip()
         if s.startswith("["):
             try:
-                value = json.loads(s)
+                value = safejson.loads(s)
             except json.JSONDecodeError:
                 raise _CellError(f"{value!r} is not a JSON list of event seqs") from None
         else:
@@ -198,7 +217,7 @@ def _seqs(value: Any) -> list[int]:
         raise _CellError(f"must be a list of event seqs, got {value!r}")
     out = []
     for v in value:
-        if isinstance(v, str) and v.strip().lstrip("-").isdigit():
+        if isinstance(v, str) and is_decimal(v.strip(), signed=True):
             v = int(v)
         if isinstance(v, float) and v.is_integer():
             v = int(v)
@@ -215,7 +234,7 @@ def _ids(value: Any) -> list[str]:
         s = value.strip()
         if s.startswith("["):
             try:
-                value = json.loads(s)
+                value = safejson.loads(s)
             except json.JSONDecodeError:
                 raise _CellError(f"{value!r} is not a JSON list of ids") from None
         else:
@@ -233,9 +252,17 @@ def _confidence(value: Any) -> float | None:
             value = float(value)
         except ValueError:
             raise _CellError(f"{value!r} is not a number") from None
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise _CellError(f"must be a number from 0 to 1, got {value!r}")
-    return float(value)
+    try:
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+            raise _CellError(f"must be a number from 0 to 1, got {_short(value)}")
+        return float(value)
+    except OverflowError:  # an integer too large for a float
+        raise _CellError(f"must be a number from 0 to 1, got {_short(value)}") from None
+
+
+def _short(value: Any) -> str:
+    text = repr(value) if not isinstance(value, int) or value.bit_length() < 4000 else "a huge integer"
+    return text if len(text) <= 80 else text[:60] + f"... ({len(text)} characters)"
 
 
 def _text(value: Any) -> str | None:
@@ -331,7 +358,7 @@ def import_label_rows(session: Session, rows: list[_Row], filename: str,
 
 def _line_of(error: dict[str, str]) -> int:
     tail = error["location"].rsplit(":", 1)[-1]
-    return int(tail) if tail.isdigit() else 0
+    return int(tail) if is_decimal(tail) else 0
 
 
 def _import_group(session: Session, annotator: str, run_id: str, members: list[tuple[_Row, Taxonomy]],

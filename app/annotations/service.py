@@ -18,6 +18,7 @@ from app.annotations.models import Annotation, GoldRun, Label
 from app.auth.models import User
 from app.auth.service import judge_user
 from app.core.errors import FieldError
+from app.core.text import is_decimal
 from app.runs.models import Agent, Event, Principal, Run, utcnow
 from app.taxonomies.models import Taxonomy
 
@@ -453,7 +454,7 @@ def list_annotations(session: Session, viewer: User, *, run_id: str | None = Non
             raise AnnotationError("status", f"must be 'draft' or 'submitted', got {status!r}")
         q = q.where(Annotation.status == status)
     if taxonomy:
-        if "@" in taxonomy or taxonomy.isdigit():
+        if "@" in taxonomy or is_decimal(taxonomy):
             q = q.where(Annotation.taxonomy_pk == resolve_taxonomy(session, taxonomy).id)
         else:
             q = q.where(Taxonomy.key == taxonomy)

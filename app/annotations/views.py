@@ -24,7 +24,7 @@ from app.annotations.schemas import (
     Queue,
 )
 from app.api.deps import MAX_PAGE, AdminUser, ApiUser, ReviewerUser, SessionDep
-from app.api.uploads import read_upload, upload_request_body
+from app.api.uploads import UploadReviewer, receive_upload, upload_request_body
 from app.core.config import get_settings
 from app.runs.service import RunFilter
 
@@ -121,9 +121,10 @@ def mine(session: SessionDep, user: ApiUser, run_id: str,
     return service.annotations_to_api(session, [ann])[0]
 
 
-def _import_labels(engine, data: bytes, filename: str, content_type: str) -> dict[str, Any]:
+def _import_labels(engine, path, filename: str, content_type: str) -> dict[str, Any]:
     from app.annotations.labels_import import import_labels
 
+    data = path.read_bytes()
     with Session(engine) as session:
         summary = import_labels(session, data, filename, content_type)
         session.commit()
@@ -145,15 +146,18 @@ def _import_labels(engine, data: bytes, filename: str, content_type: str) -> dic
         {"text/csv": "CSV with a header row naming the columns",
          "application/x-ndjson": "JSON Lines: one label a line"},
         "Labels to import: CSV, JSON Lines, or a multipart upload (field `file`).")},
-    responses={403: {"description": "requires role admin or reviewer"},
-               413: {"description": "upload larger than MAX_UPLOAD_BYTES"},
+    responses={400: {"description": "the client disconnected before the body was complete"},
+               403: {"description": "requires role admin or reviewer"},
+               408: {"description": "the body stalled (UPLOAD_IDLE_TIMEOUT) or took too long (UPLOAD_TOTAL_TIMEOUT)"},
+               413: {"description": "upload larger than MAX_UPLOAD_BYTES (refused as soon as it is passed)"},
                422: {"description": "empty body, or a multipart upload without the field `file`"}},
 )
-async def import_labels(request: Request, user: ReviewerUser) -> dict[str, Any]:
-    data, filename, ctype = await read_upload(
-        request, lambda ct: "request-body.csv" if "csv" in ct else ("request-body.jsonl" if "json" in ct else "request-body"),
-        "body: empty; send CSV, JSON Lines or a file")
-    return await run_in_threadpool(_import_labels, request.app.state.engine, data, filename, ctype)
+async def import_labels(request: Request, user: UploadReviewer) -> dict[str, Any]:
+    # no database connection is held while the body streams to a temporary file
+    with await receive_upload(
+            request, lambda ct: "request-body.csv" if "csv" in ct else ("request-body.jsonl" if "json" in ct else "request-body"),
+            "body: empty; send CSV, JSON Lines or a file") as up:
+        return await run_in_threadpool(_import_labels, request.app.state.engine, up.path, up.filename, up.content_type)
 
 
 @router.get(

@@ -29,8 +29,10 @@ def estimate_runs(paths) -> int | None:
         if layout == "object":
             total += 1
         elif layout == "jsonl":
-            with open(p, "rb") as f:
-                total += sum(1 for line in f if line.strip())
+            from app.ingest.safejson import bounded_lines
+
+            with open(p, "rb") as f:  # a line longer than MAX_RECORD_BYTES counts without being held
+                total += sum(1 for line in bounded_lines(f) if not isinstance(line, bytes) or line.strip())
         else:
             return None
     return total

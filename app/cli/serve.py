@@ -44,11 +44,26 @@ def base_url(host: str, port: int) -> str:
 @click.option("--host", default="127.0.0.1", show_default=True, help="Interface to bind.")
 @click.option("--port", default=8000, show_default=True, type=click.IntRange(0, 65535),
               help="Port to listen on (0: any free port; the address used is printed).")
+@click.option("--limit-concurrency", default=100, show_default=True, type=click.IntRange(1),
+              envvar="SERVER_LIMIT_CONCURRENCY",
+              help="Most connections and tasks at once; beyond it new requests get 503 at once "
+                   "(env SERVER_LIMIT_CONCURRENCY).")
+@click.option("--timeout-keep-alive", default=5, show_default=True, type=click.IntRange(1),
+              envvar="SERVER_TIMEOUT_KEEP_ALIVE",
+              help="Seconds an idle keep-alive connection stays open (env SERVER_TIMEOUT_KEEP_ALIVE).")
+@click.option("--timeout-graceful-shutdown", default=30, show_default=True, type=click.IntRange(1),
+              envvar="SERVER_TIMEOUT_GRACEFUL_SHUTDOWN",
+              help="Seconds to finish running requests on shutdown (env SERVER_TIMEOUT_GRACEFUL_SHUTDOWN).")
 @one_line_errors
-def serve(host: str, port: int) -> None:
+def serve(host: str, port: int, limit_concurrency: int = 100, timeout_keep_alive: int = 5,
+          timeout_graceful_shutdown: int = 30) -> None:
     """Run the web app (refuses to start on an out-of-date schema or a port already in use).
 
-    Prints the address it listens on and its login page, with the port actually bound."""
+    Prints the address it listens on and its login page, with the port actually bound.
+    Slow clients: idle keep-alive connections close after --timeout-keep-alive seconds, an
+    upload body that stalls for UPLOAD_IDLE_TIMEOUT seconds (or takes UPLOAD_TOTAL_TIMEOUT in all)
+    is refused with 408, and at most --limit-concurrency connections are served at once (503
+    beyond). Behind a reverse proxy, set its client body/header timeouts too (README)."""
     import uvicorn
 
     from app.main import create_app
@@ -59,5 +74,8 @@ def serve(host: str, port: int) -> None:
     click.echo(f"a2annotate serving on {url}/  (API docs at {url}/docs)")
     click.echo(f"log in at {url}/login", nl=True)
     sys.stdout.flush()
-    config = uvicorn.Config(app, host=host, port=sock.getsockname()[1], log_level="info")
+    config = uvicorn.Config(app, host=host, port=sock.getsockname()[1], log_level="info",
+                            limit_concurrency=limit_concurrency, timeout_keep_alive=timeout_keep_alive,
+                            timeout_graceful_shutdown=timeout_graceful_shutdown,
+                            h11_max_incomplete_event_size=64 * 1024)
     uvicorn.Server(config).run(sockets=[sock])

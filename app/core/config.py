@@ -9,6 +9,7 @@ import secrets
 from functools import lru_cache
 from pathlib import Path
 
+from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
@@ -23,7 +24,8 @@ class Settings(BaseSettings):
     session_max_age: int = 14 * 24 * 3600
     #: Mark the session cookie Secure (serve over HTTPS).
     cookie_secure: bool = False
-    #: Largest accepted upload for POST /api/v1/imports, in bytes.
+    #: Largest accepted upload (POST /api/v1/imports, /api/v1/annotations/import), in bytes; counted
+    #: while the body is streamed to a temporary file, refused (413) the moment it is passed.
     max_upload_bytes: int = 512 * 1024 * 1024
     #: Runs inserted per batch by the loader.
     import_batch_size: int = 1000
@@ -39,6 +41,34 @@ class Settings(BaseSettings):
     #: User detectors besides the `a2annotate.detectors` entry points: comma-separated
     #: `module:attribute` or `/path/to/file.py:attribute` (see docs/detectors.md).
     detectors: str = ""
+    #: Largest body of any other request (forms, JSON bodies), in bytes; counted while it arrives.
+    max_request_bytes: int = Field(16 * 1024 * 1024, ge=1024)
+    #: Input limits, enforced while parsing (app/ingest/limits.py, app/ingest/safejson.py); a breach
+    #: rejects the run, line or file with an error naming file, line and field (4xx on the API).
+    #: Deepest nesting of arrays/objects in one run, line or document (at most 500).
+    max_json_depth: int = Field(64, ge=1, le=500)
+    #: Longest JSON string, in bytes as written.
+    max_string_bytes: int = Field(10 * 1024 * 1024, ge=1)
+    #: Most digits of one JSON integer (at most 4300, Python's own limit).
+    max_int_digits: int = Field(1000, ge=1, le=4300)
+    #: Most events in one run.
+    max_events_per_run: int = Field(50_000, ge=1)
+    #: Longest record, in bytes: a line of JSON Lines, an element of a JSON array or a one-run JSON file;
+    #: a longer one is rejected without being held in memory.
+    max_record_bytes: int = Field(256 * 1024 * 1024, ge=1)
+    #: Bytes unpacked from one zip upload/file, nested zips included (counted while decompressing).
+    max_zip_bytes: int = Field(2 << 30, ge=1)
+    #: Members (files and folders) of one zip, nested zips included.
+    max_zip_members: int = Field(10_000, ge=1)
+    #: Levels of zips inside zips (0: a zip may not hold zips).
+    max_zip_nesting: int = Field(1, ge=0)
+    #: Seconds an upload may pause between two chunks of its body before it is refused (408).
+    upload_idle_timeout: float = 30.0
+    #: Seconds a whole upload body may take to arrive (408 after that).
+    upload_total_timeout: float = 600.0
+    #: Folder for upload bodies while they are read (emptied when the server starts); default
+    #: `a2annotate-uploads` in the system temporary folder.
+    upload_dir: Path | None = None
     #: Folder with the built-in taxonomy files.
     taxonomy_dir: Path = Path(__file__).resolve().parents[2] / "taxonomy"
     #: Live capture: a run that received nothing for this many seconds becomes final.

@@ -452,6 +452,11 @@ class _Normalizer:
 
     def events(self, raw: Any, actors: set[str]) -> list[dict[str, Any]]:
         items = self.list_of_objects(raw, "events")
+        from app.ingest.limits import input_limits
+
+        most = input_limits().max_events_per_run
+        if len(items) > most:
+            self.fail("events", f"{len(items)} events, at most {most} per run (limit MAX_EVENTS_PER_RUN)")
         events = [self.event(e, f"events[{i}]") for i, e in enumerate(items)]
         n = len(events)
         given = [e["seq"] for e in events]

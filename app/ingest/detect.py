@@ -16,7 +16,6 @@ as such (so a directory written by `write_files` reads back); the rest is report
 """
 from __future__ import annotations
 
-import json
 import os
 import re
 import stat
@@ -26,12 +25,13 @@ from collections.abc import Iterator
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-import ijson
-
+from app.core.scratch import process_dir
+from app.ingest import safejson
 from app.ingest.a2a import looks_like_agent_card
 from app.ingest.canonical import RunFormatError
 from app.ingest.items import ImportItem, ReadSummary, error_item
 from app.ingest.jsonio import BOM, iter_canonical_file
+from app.ingest.limits import InputLimits, input_limits
 from app.ingest.mad import iter_mad_file, looks_like_mad_keys
 from app.ingest.otlp import iter_otlp_file, looks_like_otlp
 from app.ingest.tree import Mapping, iter_tree, load_mapping
@@ -42,7 +42,7 @@ FORMATS = ("canonical", "tree", "wire", "mad", "whowhen", "otlp", "openinference
 #: formats of the field's published datasets, recognised by the keys of their first record
 DATASET_FORMATS = ("mad", "whowhen")
 OTLP_FORMATS = ("otlp", "openinference")  # one reader: app.ingest.otlp maps GenAI semconv and OpenInference
-MAX_ZIP_BYTES = 2 << 30  # refuse archives that unpack to more than 2 GiB
+MAX_ZIP_BYTES = 2 << 30  # the default of the setting MAX_ZIP_BYTES (app.ingest.limits)
 ZIP_TYPES = ("application/zip", "application/x-zip-compressed", "application/x-zip")
 _SSE_START = (b"data:", b"event:", b"id:", b"retry:", b":")
 
@@ -60,35 +60,22 @@ def _classify_object(obj: Any) -> str:
 
 
 def _top_level_keys(path: str | os.PathLike, limit: int = 64) -> set[str]:
-    keys: set[str] = set()
+    # not ijson: its C backend segfaults on an integer of more than 4,300 digits (app.ingest.safejson)
     try:
         with open(path, "rb") as f:
-            for prefix, event, value in ijson.parse(f):
-                if prefix == "" and event == "map_key":
-                    keys.add(value)
-                    if len(keys) >= limit or value in ("run_id", "jsonrpc", "body", "resourceSpans"):
-                        break
-    except (ijson.JSONError, UnicodeDecodeError):
-        pass
-    return keys
+            return safejson.top_level_keys(f, limit)
+    except (ValueError, OSError):
+        return set()
 
 
 def _first_record_keys(path: str | os.PathLike, limit: int = 64) -> set[str]:
     """The top-level keys of the file's object, or of the first object of its top-level array
-    (or of its first JSON line)."""
-    keys: set[str] = set()
+    (or of its first JSON line); read with safejson, never ijson (see `_top_level_keys`)."""
     try:
         with open(path, "rb") as f:
-            for prefix, event, value in ijson.parse(f, multiple_values=True, buf_size=4096):
-                if prefix in ("", "item") and event == "map_key":
-                    keys.add(value)
-                    if len(keys) >= limit or value == "run_id":
-                        break
-                elif prefix in ("", "item") and event == "end_map":
-                    break
-    except (ijson.JSONError, ijson.IncompleteJSONError, UnicodeDecodeError):
-        pass
-    return keys
+            return safejson.top_level_keys(f, limit, stop=("run_id",), first_record=True)
+    except (ValueError, OSError):
+        return set()
 
 
 def dataset_format(path: str | os.PathLike) -> str | None:
@@ -113,7 +100,7 @@ def _sniff_file(path: str | os.PathLike) -> str | None:
     try:
         with open(path, "rb") as f:
             first = b""
-            for raw in f:
+            while raw := f.readline(1 << 20):  # the start of a line is enough (never a whole long line)
                 s = raw.strip()
                 if not first and s.startswith(BOM):
                     s = s[3:].strip()
@@ -131,8 +118,8 @@ def _sniff_file(path: str | os.PathLike) -> str | None:
     if not first.startswith(b"{"):
         return None
     try:
-        return _classify_object(json.loads(first))
-    except ValueError:
+        return _classify_object(safejson.loads(first))
+    except (ValueError, UnicodeDecodeError):
         keys = _top_level_keys(path)
         if "resourceSpans" in keys:
             return "otlp"
@@ -140,8 +127,8 @@ def _sniff_file(path: str | os.PathLike) -> str | None:
             return "wire"
         if "type" in keys or "name" in keys:
             try:
-                with open(path, encoding="utf-8-sig") as f:
-                    return _classify_object(json.load(f))
+                with open(path, "rb") as f:
+                    return _classify_object(safejson.load(f))
             except (ValueError, OSError):
                 return "canonical"
         return "canonical"
@@ -174,7 +161,7 @@ def _read_file(path: Path, shown: str, fmt: str | None) -> Iterator[ImportItem]:
 
 
 def _iter_dir(path: str | os.PathLike, shown: str, fmt: str | None, mapping: Mapping,
-              profile: Any = None) -> Iterator[ImportItem]:
+              profile: Any = None, budget: ZipBudget | None = None) -> Iterator[ImportItem]:
     loose_fmt = fmt if fmt in ("canonical", "wire", *DATASET_FORMATS, *OTLP_FORMATS) else None
 
     def loose(p: Path, name: str) -> Iterator[ImportItem] | None:
@@ -183,18 +170,38 @@ def _iter_dir(path: str | os.PathLike, shown: str, fmt: str | None, mapping: Map
             logs = [s for s in p.parent.parent.iterdir() if s.is_file() and sniff_file(s) == "wire"]
             return iter(()) if logs else None
         if zipfile.is_zipfile(p):
-            return _iter_zip(p, name, mapping, profile=profile)
+            return _iter_zip(p, name, mapping, profile=profile, budget=budget)
         f = loose_fmt or sniff_file(p)
         return _read_file(p, name, f) if f else None
 
     return iter_tree(path, mapping, display=shown, loose=loose, profile=profile)
 
 
-def safe_extract(archive: zipfile.ZipFile, dest: str | os.PathLike, max_bytes: int = MAX_ZIP_BYTES) -> None:
-    """Extract `archive` under `dest`; raises ValueError for absolute paths, ``..``, links or bombs."""
+class ZipBudget:
+    """What may still be unpacked from a zip and the zips inside it: bytes, members and levels of
+    nesting (MAX_ZIP_BYTES, MAX_ZIP_MEMBERS, MAX_ZIP_NESTING), counted while decompressing (the
+    sizes an archive claims in its headers are not trusted)."""
+
+    def __init__(self, limits: InputLimits | None = None):
+        lim = limits or input_limits()
+        self.max_bytes, self.max_members, self.max_nesting = lim.max_zip_bytes, lim.max_zip_members, lim.max_zip_nesting
+        self.bytes = 0
+        self.members = 0
+        self.level = 0
+
+
+def safe_extract(archive: zipfile.ZipFile, dest: str | os.PathLike, max_bytes: int | None = None,
+                 budget: ZipBudget | None = None) -> None:
+    """Extract `archive` under `dest`; raises ValueError for absolute paths, ``..``, links, more
+    members or bytes than the budget allows (counted while decompressing, not from the headers)."""
+    budget = budget or ZipBudget()
+    if max_bytes is not None:
+        budget.max_bytes = max_bytes
     dest_path = Path(dest).resolve()
-    total = 0
     for info in archive.infolist():
+        budget.members += 1
+        if budget.members > budget.max_members:
+            raise ValueError(f"more than {budget.max_members} members (limit MAX_ZIP_MEMBERS, nested zips included)")
         name = info.filename.replace("\\", "/")
         if name.startswith("/") or re.match(r"^[A-Za-z]:", name):
             raise ValueError(f"unsafe absolute path in the archive: {info.filename!r}")
@@ -209,29 +216,39 @@ def safe_extract(archive: zipfile.ZipFile, dest: str | os.PathLike, max_bytes: i
         if info.is_dir():
             target.mkdir(parents=True, exist_ok=True)
             continue
-        total += info.file_size
-        if total > max_bytes:
-            raise ValueError(f"the archive unpacks to more than {max_bytes} bytes")
         target.parent.mkdir(parents=True, exist_ok=True)
         with archive.open(info) as src, open(target, "wb") as out:
             copied = 0
             while chunk := src.read(1 << 16):
                 copied += len(chunk)
-                if copied > info.file_size or total - info.file_size + copied > max_bytes:
+                budget.bytes += len(chunk)
+                if budget.bytes > budget.max_bytes:
+                    raise ValueError(f"the archive unpacks to more than {budget.max_bytes} bytes at member "
+                                     f"{info.filename!r} (limit MAX_ZIP_BYTES, nested zips included)")
+                if copied > info.file_size:
                     raise ValueError(f"the archive member {info.filename!r} is larger than it claims")
                 out.write(chunk)
 
 
 def _iter_zip(path: str | os.PathLike, shown: str, mapping: Mapping, fmt: str | None = None,
-              profile: Any = None) -> Iterator[ImportItem]:
-    with tempfile.TemporaryDirectory(prefix="a2annotate-zip-") as tmp:
+              profile: Any = None, budget: ZipBudget | None = None) -> Iterator[ImportItem]:
+    budget = budget or ZipBudget()
+    if budget.level > budget.max_nesting:
+        yield error_item(shown, f"zip archive rejected: zips nested more than {budget.max_nesting} deep "
+                                "(limit MAX_ZIP_NESTING)")
+        return
+    with tempfile.TemporaryDirectory(prefix="a2annotate-zip-", dir=process_dir()) as tmp:
         try:
             with zipfile.ZipFile(path) as archive:
-                safe_extract(archive, tmp)
-        except (ValueError, zipfile.BadZipFile, OSError) as exc:
+                safe_extract(archive, tmp, budget=budget)
+        except (ValueError, zipfile.BadZipFile, OSError, NotImplementedError, EOFError) as exc:
             yield error_item(shown, f"zip archive rejected: {exc}")
             return
-        yield from _iter_dir(tmp, shown, fmt, mapping, profile)
+        budget.level += 1
+        try:
+            yield from _iter_dir(tmp, shown, fmt, mapping, profile, budget)
+        finally:
+            budget.level -= 1
 
 
 def iter_path(path: str | os.PathLike, format: str | None = None,
@@ -288,7 +305,7 @@ def iter_bytes(data: bytes, filename: str = "upload", content_type: str = "", *,
     is_zip = data[:4] == b"PK\x03\x04" or ctype in ZIP_TYPES
     suffix = ".zip" if is_zip else (".jsonl" if ctype in ("application/x-ndjson", "application/jsonl",
                                                           "application/jsonlines") else Path(name).suffix)
-    with tempfile.TemporaryDirectory(prefix="a2annotate-upload-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="a2annotate-upload-", dir=process_dir()) as tmp:
         target = Path(tmp) / ("upload" + suffix)
         target.write_bytes(data)
         yield from iter_path(target, mapping=mapping, summary=summary, display=filename or name)

@@ -1,8 +1,11 @@
 """Readers for the canonical shape itself: JSON array, JSON Lines, or one JSON object per file.
 
 Each reader is a generator of `ImportItem`s, one per run; a bad run (or a line that is not
-JSON) becomes an error item and reading goes on. Memory stays flat: arrays are streamed with
-`ijson` and JSON Lines are read line by line; only a single-object file is parsed whole.
+JSON) becomes an error item and reading goes on. Memory stays flat: arrays are streamed element
+by element and JSON Lines are read line by line; only a single-object file is parsed whole.
+Everything goes through app.ingest.safejson, which enforces the input limits (nesting depth,
+string length, integer digits) while parsing: a breach rejects that run, naming file, line and
+field, and the runs after it are still read.
 """
 from __future__ import annotations
 
@@ -11,10 +14,11 @@ import os
 from collections.abc import Iterator
 from typing import Any
 
-import ijson
-
+from app.ingest import safejson
 from app.ingest.canonical import Location
 from app.ingest.items import ImportItem, error_item, item_from_raw
+from app.ingest.limits import input_limits
+from app.ingest.safejson import JSONLimitError
 
 JSONL_SUFFIXES = (".jsonl", ".ndjson", ".jsonlines")
 BOM = b"\xef\xbb\xbf"
@@ -25,36 +29,53 @@ def _display(path: str | os.PathLike, display: str | None) -> str:
 
 
 def iter_json_array(path: str | os.PathLike, display: str | None = None) -> Iterator[ImportItem]:
-    """Yield one item per element of a top-level JSON array, streaming the file with ijson."""
+    """Yield one item per element of a top-level JSON array, streaming the file element by element.
+
+    An element that is not valid JSON or breaks an input limit is an error for that element; the
+    elements after it are still read (unless the bracket structure itself is broken)."""
     name = _display(path, display)
-    index = 0
     with open(path, "rb") as f:
-        head = f.read(3)
-        if head != BOM:
-            f.seek(0)
         try:
-            for obj in ijson.items(f, "item", use_float=True):
-                yield item_from_raw(obj, Location(name, pointer=f"[{index}]"))
-                index += 1
-        except (ijson.JSONError, ijson.IncompleteJSONError, UnicodeDecodeError) as exc:
-            yield error_item(Location(name, pointer=f"[{index}]"),
-                             f"invalid JSON ({exc}); the rest of the file was not read")
+            for el in safejson.iter_array(f):
+                loc = Location(name, el.line, pointer=f"[{el.index}]")
+                if el.error is None:
+                    yield item_from_raw(el.value, Location(name, pointer=f"[{el.index}]"))
+                elif el.fatal:
+                    yield error_item(loc, f"invalid JSON ({el.error}); the rest of the file was not read")
+                    return
+                else:
+                    yield error_item(loc, _json_error_text(el.error))
+        except UnicodeDecodeError as exc:
+            yield error_item(Location(name), f"not UTF-8 text: {exc.reason}")
+
+
+def _json_error_text(exc: BaseException) -> str:
+    """The message of a rejected JSON text: a limit breach names field and limit as it is."""
+    if isinstance(exc, JSONLimitError):
+        return f"input limit: {exc.msg}"
+    if isinstance(exc, UnicodeDecodeError):
+        return f"not UTF-8 text: {exc.reason}"
+    if isinstance(exc, json.JSONDecodeError):
+        return f"not valid JSON: {exc.msg} (column {exc.colno})"
+    return f"not valid JSON: {exc}"
 
 
 def _loads_line(raw: bytes, name: str, lineno: int) -> tuple[Any, ImportItem | None]:
     try:
-        return json.loads(raw.decode("utf-8")), None
-    except UnicodeDecodeError as exc:
-        return None, error_item(Location(name, lineno), f"not UTF-8 text: {exc.reason}")
-    except json.JSONDecodeError as exc:
-        return None, error_item(Location(name, lineno), f"not valid JSON: {exc.msg} (column {exc.colno})")
+        return safejson.loads(raw), None
+    except (UnicodeDecodeError, ValueError) as exc:
+        return None, error_item(Location(name, lineno), _json_error_text(exc))
 
 
 def iter_jsonl(path: str | os.PathLike, display: str | None = None) -> Iterator[ImportItem]:
     """Yield one item per non-blank line; a line that is not JSON is an error for that line only."""
     name = _display(path, display)
     with open(path, "rb") as f:
-        for lineno, raw in enumerate(f, 1):
+        for lineno, raw in enumerate(safejson.bounded_lines(f), 1):
+            if isinstance(raw, safejson.LineTooLong):
+                yield error_item(Location(name, lineno), f"input limit: the line is {raw.size} bytes long, longer "
+                                                         f"than {input_limits().max_record_bytes} (limit MAX_RECORD_BYTES)")
+                continue
             if lineno == 1 and raw.startswith(BOM):
                 raw = raw[3:]
             raw = raw.strip()
@@ -67,15 +88,17 @@ def iter_jsonl(path: str | os.PathLike, display: str | None = None) -> Iterator[
 def iter_json_object(path: str | os.PathLike, display: str | None = None) -> Iterator[ImportItem]:
     """Yield the single run held by a file containing one JSON object."""
     name = _display(path, display)
+    most = input_limits().max_record_bytes
+    if os.path.getsize(path) > most:
+        yield error_item(Location(name), f"input limit: one run of {os.path.getsize(path)} bytes, longer than "
+                                         f"{most} (limit MAX_RECORD_BYTES)")
+        return
     try:
         with open(path, "rb") as f:
             data = f.read()
-        obj = json.loads(data[3:] if data.startswith(BOM) else data)
-    except UnicodeDecodeError as exc:
-        yield error_item(Location(name), f"not UTF-8 text: {exc.reason}")
-        return
-    except json.JSONDecodeError as exc:
-        yield error_item(Location(name, exc.lineno), f"not valid JSON: {exc.msg} (column {exc.colno})")
+        obj = safejson.loads(data)
+    except (UnicodeDecodeError, ValueError) as exc:
+        yield error_item(Location(name, getattr(exc, "lineno", None)), _json_error_text(exc))
         return
     yield item_from_raw(obj, Location(name))
 
@@ -84,7 +107,7 @@ def _first_lines(path: str | os.PathLike, limit: int = 5, max_bytes: int = 1 << 
     out: list[bytes] = []
     read = 0
     with open(path, "rb") as f:
-        for raw in f:
+        while raw := f.readline(max_bytes - read if read < max_bytes else 1):  # never a whole long line
             read += len(raw)
             s = raw.strip()
             if not out and s.startswith(BOM):
@@ -107,7 +130,7 @@ def canonical_layout(path: str | os.PathLike) -> str:
         return "jsonl"
     for line in lines:
         try:
-            if isinstance(json.loads(line), dict):
+            if isinstance(safejson.loads(line), dict):
                 return "jsonl"
         except ValueError:
             continue

@@ -79,3 +79,42 @@ def _nul_path(value: Any, path: str) -> str | None:
             if (found := _nul_path(v, f"{path}[{i}]")) is not None:
                 return found
     return None
+
+
+# --------------------------------------------------------------------------- input limits
+
+from dataclasses import dataclass  # noqa: E402
+
+
+@dataclass(frozen=True)
+class InputLimits:
+    """Limits on what one input may hold, enforced while it is parsed (see app.ingest.safejson)
+    and while an upload or a zip archive is read (app.api.uploads, app.ingest.detect).
+
+    Each comes from the setting of the same name in upper case (app.core.config), e.g.
+    ``MAX_JSON_DEPTH=32``; `input_limits()` reads them."""
+
+    #: deepest nesting of arrays/objects inside one run, line or document
+    max_json_depth: int = 64
+    #: longest JSON string (bytes as written, escapes included)
+    max_string_bytes: int = 10 * 1024 * 1024
+    #: most digits of one JSON integer
+    max_int_digits: int = 1000
+    #: most events in one run
+    max_events_per_run: int = 50_000
+    #: longest record: a line of JSON Lines, an element of a JSON array, a one-run JSON file (bytes)
+    max_record_bytes: int = 256 * 1024 * 1024
+    #: bytes unpacked from one zip archive, nested archives included (counted while decompressing)
+    max_zip_bytes: int = 2 << 30
+    #: members (files and folders) of one zip archive, nested archives included
+    max_zip_members: int = 10_000
+    #: how deep zip archives may nest inside zip archives (1: a zip may hold zips, which may not)
+    max_zip_nesting: int = 1
+
+
+def input_limits() -> InputLimits:
+    """The limits configured in the settings (environment / .env)."""
+    from app.core.config import get_settings
+
+    s = get_settings()
+    return InputLimits(**{f: getattr(s, f) for f in InputLimits.__dataclass_fields__})

@@ -330,3 +330,13 @@ def store_live_run(session: Session, run: dict[str, Any], *, source: str | None 
         raise
     savepoint.commit()
     return outcome
+
+
+def import_upload(engine: Engine, path: str, filename: str, replace: bool = False,
+                  strict: bool = False) -> ImportSummary:
+    """Import an upload already on disk at `path` (its name's ending tells the format, as
+    `app.api.uploads.receive_upload` writes it); errors name the client's `filename`."""
+    from app.ingest import iter_path
+
+    return load_items(engine, iter_path(path, display=filename), replace=replace,
+                      after_store=_after_store_default, strict=strict)

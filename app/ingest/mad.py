@@ -40,8 +40,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-import ijson
-
+from app.ingest import safejson
 from app.ingest.canonical import Location, parse_ts
 from app.ingest.items import ImportItem, error_item, item_from_raw
 from app.ingest.jsonio import BOM
@@ -618,14 +617,16 @@ def iter_mad_file(path: str | os.PathLike, display: str | None = None) -> Iterat
                 break
         f.seek(f.tell() - len(first))
         if first == b"[":
-            index = 0
-            try:
-                for obj in ijson.items(f, "item", use_float=True):
-                    yield record_to_item(obj, Location(name, pointer=f"[{index}]"))
-                    index += 1
-            except (ijson.JSONError, ijson.IncompleteJSONError, UnicodeDecodeError) as exc:
-                yield error_item(Location(name, pointer=f"[{index}]"),
-                                 f"invalid JSON ({exc}); the rest of the file was not read")
+            # streamed within the input limits (not ijson: its C backend segfaults on long integers)
+            for el in safejson.iter_array(f):
+                loc = Location(name, el.line, pointer=f"[{el.index}]")
+                if el.error is not None:
+                    rest = "; the rest of the file was not read" if el.fatal else ""
+                    yield error_item(loc, f"invalid JSON ({el.error}){rest}")
+                    if el.fatal:
+                        return
+                    continue
+                yield record_to_item(el.value, loc)
             return
         data = f.read()
     try:
@@ -634,7 +635,7 @@ def iter_mad_file(path: str | os.PathLike, display: str | None = None) -> Iterat
         yield error_item(Location(name), f"not UTF-8 text: {exc.reason}")
         return
     try:
-        obj = json.loads(text)
+        obj = safejson.loads(text)
     except json.JSONDecodeError:
         obj = None
     if obj is not None:
@@ -648,7 +649,7 @@ def iter_mad_file(path: str | os.PathLike, display: str | None = None) -> Iterat
         if not line.strip():
             continue
         try:
-            rec = json.loads(line)
+            rec = safejson.loads(line)
         except json.JSONDecodeError as exc:
             yield error_item(Location(name, lineno), f"not valid JSON: {exc.msg} (column {exc.colno})")
             continue

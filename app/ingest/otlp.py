@@ -68,6 +68,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from app.ingest import safejson
 from app.ingest.canonical import Location, RunFormatError
 from app.ingest.items import ImportItem, error_item, item_from_raw
 
@@ -848,7 +849,7 @@ def _docs(path: str | os.PathLike, name: str) -> Iterator[tuple[Any, Location] |
     whole = None
     if stripped.startswith(b"[") or (stripped.startswith(b"{") and b"\n" in stripped):
         try:
-            whole = json.loads(stripped)
+            whole = safejson.loads(stripped)
         except (UnicodeDecodeError, ValueError):
             whole = None
     if whole is not None:
@@ -860,7 +861,7 @@ def _docs(path: str | os.PathLike, name: str) -> Iterator[tuple[Any, Location] |
         if not raw:
             continue
         try:
-            yield json.loads(raw), Location(name, lineno)
+            yield safejson.loads(raw), Location(name, lineno)
         except (UnicodeDecodeError, ValueError) as exc:
             yield error_item(Location(name, lineno), f"not valid JSON: {exc}")
 
@@ -901,7 +902,7 @@ def read_body(data: bytes, content_type: str) -> tuple[list[Span], list[str]]:
     ctype = (content_type or "").split(";")[0].strip().lower()
     if ctype == "application/json":
         try:
-            doc = json.loads(data)
+            doc = safejson.loads(data)
         except (UnicodeDecodeError, ValueError) as exc:
             raise OtlpFormatError(f"not valid JSON: {exc}") from None
         return spans_from_json(doc)

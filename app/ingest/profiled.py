@@ -18,6 +18,7 @@ from collections import Counter
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from app.ingest import safejson, safeyaml
 from app.ingest.canonical import Location, RunFormatError, epoch_to_iso, ts_key, ts_order
 from app.ingest.items import ImportItem
 from app.ingest.lenient import normalize_lenient
@@ -65,14 +66,18 @@ def read_records(path: Path, shown: str, list_key: str | None) -> list[tuple[Any
     if path.suffix.lower() in (".jsonl", ".ndjson"):
         out = []
         with open(path, "rb") as f:
-            for lineno, raw in enumerate(f, 1):
+            for lineno, raw in enumerate(safejson.bounded_lines(f), 1):
+                if isinstance(raw, safejson.LineTooLong):
+                    out.append((Unreadable("", f"input limit: a line of {raw.size} bytes (limit MAX_RECORD_BYTES)"),
+                                Location(shown, lineno)))
+                    continue
                 raw = raw.strip()
                 if lineno == 1 and raw.startswith(b"\xef\xbb\xbf"):
                     raw = raw[3:]
                 if not raw:
                     continue
                 try:
-                    out.append((json.loads(raw.decode("utf-8")), Location(shown, lineno)))
+                    out.append((safejson.loads(raw.decode("utf-8")), Location(shown, lineno)))
                 except (UnicodeDecodeError, json.JSONDecodeError) as exc:
                     out.append((Unreadable(raw.decode("utf-8", "replace")[:10000], str(exc)),
                                 Location(shown, lineno)))
@@ -103,11 +108,11 @@ def load_doc(path: Path, shown: str) -> Any:
         import yaml
 
         try:
-            return yaml.safe_load(text)
+            return safeyaml.load(text)
         except yaml.YAMLError as exc:
             raise RunFormatError(Location(shown), f"not valid YAML: {exc}") from None
     try:
-        return json.loads(text)
+        return safejson.loads(text)
     except json.JSONDecodeError as exc:
         raise RunFormatError(Location(shown, exc.lineno), f"not valid JSON: {exc.msg} (column {exc.colno})") \
             from None

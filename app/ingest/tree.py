@@ -82,6 +82,7 @@ from typing import Any
 
 import yaml
 
+from app.ingest import safejson, safeyaml
 from app.ingest.canonical import EVENT_KINDS, Location, RunFormatError, epoch_to_iso, ts_order
 from app.ingest.items import ImportItem
 from app.ingest.lenient import normalize_lenient
@@ -218,11 +219,11 @@ def _load_doc(path: Path, shown: str) -> Any:
         raise RunFormatError(Location(shown), f"not UTF-8 text: {exc.reason}") from None
     if path.suffix.lower() in (".yaml", ".yml"):
         try:
-            return yaml.safe_load(text)
+            return safeyaml.load(text)
         except yaml.YAMLError as exc:
             raise RunFormatError(Location(shown), f"not valid YAML: {exc}") from None
     try:
-        return json.loads(text)
+        return safejson.loads(text)
     except json.JSONDecodeError as exc:
         raise RunFormatError(Location(shown, exc.lineno), f"not valid JSON: {exc.msg} (column {exc.colno})") \
             from None
@@ -233,14 +234,17 @@ def _records(path: Path, shown: str, list_keys: tuple[str, ...]) -> Iterator[tup
     `list_keys` holding the array, or a single record)."""
     if path.suffix.lower() in (".jsonl", ".ndjson"):
         with open(path, "rb") as f:
-            for lineno, raw in enumerate(f, 1):
+            for lineno, raw in enumerate(safejson.bounded_lines(f), 1):
+                if isinstance(raw, safejson.LineTooLong):
+                    raise RunFormatError(Location(shown, lineno), f"input limit: a line of {raw.size} bytes "
+                                                                  "(limit MAX_RECORD_BYTES)")
                 raw = raw.strip()
                 if lineno == 1 and raw.startswith(b"\xef\xbb\xbf"):
                     raw = raw[3:]
                 if not raw:
                     continue
                 try:
-                    yield json.loads(raw.decode("utf-8")), Location(shown, lineno)
+                    yield safejson.loads(raw.decode("utf-8")), Location(shown, lineno)
                 except (UnicodeDecodeError, json.JSONDecodeError) as exc:
                     raise RunFormatError(Location(shown, lineno), f"not valid JSON: {exc}") from None
         return
@@ -291,10 +295,15 @@ class _RunDir:
         rel_dir = run_dir.relative_to(root).as_posix()
         self.shown_dir = display_root if rel_dir == "." else f"{display_root.rstrip('/')}/{rel_dir}"
         self.files: list[str] = []
+        self.links_out: list[str] = []  # symbolic links leading out of the tree: never read
         for dirpath, dirnames, filenames in os.walk(run_dir):
             dirnames.sort()
-            for fn in sorted(filenames):
-                self.files.append((Path(dirpath) / fn).relative_to(run_dir).as_posix())
+            for fn in sorted(filenames) + [d for d in dirnames if (Path(dirpath) / d).is_symlink()]:
+                rel = (Path(dirpath) / fn).relative_to(run_dir).as_posix()
+                if link_out_of_tree(Path(dirpath) / fn, root):
+                    self.links_out.append(rel)
+                elif fn in filenames:
+                    self.files.append(rel)
         self.used: set[str] = set()
         self.agents: list[dict] = []
         self.principal_ids: set[str] = set()
@@ -337,6 +346,10 @@ class _RunDir:
         return holders[0] if len(holders) == 1 else name
 
     def unused(self) -> list[str]:
+        return [f"{self.shown(rel)} (symbolic link out of the tree: not followed)" for rel in self.links_out] + \
+            self._unused()
+
+    def _unused(self) -> list[str]:
         out = []
         for rel in self.files:
             if rel in self.used:
@@ -707,6 +720,19 @@ class _RunDir:
 LooseHandler = Callable[[Path, str], "Iterator[ImportItem] | None"]
 
 
+def link_out_of_tree(path: Path, root: Path) -> bool:
+    """True when `path` is a symbolic link whose target lies outside `root` (directory imports
+    never follow those: a tree must not read files from elsewhere on the machine)."""
+    if not path.is_symlink():
+        return False
+    try:
+        target = path.resolve()
+    except (OSError, RuntimeError):
+        return True
+    top = root.resolve()
+    return target != top and top not in target.parents
+
+
 def _is_sidecar(name: str, filenames: set[str]) -> bool:
     low = name.lower()
     for suffix in SIDECAR_SUFFIXES:
@@ -771,10 +797,17 @@ def iter_tree(root: str | os.PathLike, mapping: str | os.PathLike | dict | Mappi
             continue
         unused: list[str] = []
         names = set(filenames)
+        for d in dirnames:  # os.walk does not descend into linked directories; say so for outside ones
+            if link_out_of_tree(here / d, root_path):
+                rel = (here / d).relative_to(root_path).as_posix()
+                unused.append(f"{shown_root.rstrip('/')}/{rel} (symbolic link out of the tree: not followed)")
         for fn in filenames:
             path = here / fn
             rel = path.relative_to(root_path).as_posix()
             shown = f"{shown_root.rstrip('/')}/{rel}"
+            if link_out_of_tree(path, root_path):
+                unused.append(f"{shown} (symbolic link out of the tree: not followed)")
+                continue
             if mapping_abs and os.path.abspath(path) == mapping_abs:
                 continue
             if manifest_spec and rel == manifest_spec["file"]:

@@ -31,6 +31,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from app.ingest import safejson
 from app.ingest.canonical import Location
 from app.ingest.items import ImportItem, error_item, item_from_raw
 from app.ingest.jsonio import BOM
@@ -165,7 +166,7 @@ def iter_whowhen_file(path: str | os.PathLike, display: str | None = None) -> It
         yield error_item(Location(name), f"not UTF-8 text: {exc.reason}")
         return
     try:
-        obj = json.loads(text)
+        obj = safejson.loads(text)
         records = [(obj, Location(name), stem)] if not isinstance(obj, list) else [
             (r, Location(name, pointer=f"[{i}]"), f"{stem}-{i}") for i, r in enumerate(obj)]
     except json.JSONDecodeError as exc:
@@ -178,7 +179,7 @@ def iter_whowhen_file(path: str | os.PathLike, display: str | None = None) -> It
             if not line.strip():
                 continue
             try:
-                records.append((json.loads(line), Location(name, n), f"{stem}-{n}"))
+                records.append((safejson.loads(line), Location(name, n), f"{stem}-{n}"))
             except json.JSONDecodeError as e:
                 records.append((None, Location(name, n), f"not valid JSON: {e.msg} (column {e.colno})"))
     for rec, loc, st in records:

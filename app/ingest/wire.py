@@ -55,6 +55,7 @@ from array import array
 from collections.abc import Iterator
 from typing import Any
 
+from app.ingest import safejson
 from app.ingest.a2a import (
     CARD_METHODS,
     SEND_METHODS,
@@ -524,8 +525,15 @@ def _scan(path: str | os.PathLike) -> Iterator[tuple[int, int, int, bytes]]:
     data: list[bytes] = []
     end = 0
     with open(path, "rb") as f:
-        for lineno, raw in enumerate(f, 1):
+        for lineno, raw in enumerate(safejson.bounded_lines(f), 1):
             begin = offset
+            if isinstance(raw, safejson.LineTooLong):  # never held: reported by _index
+                offset += raw.size
+                if start >= 0 and data:
+                    yield start, end - start, line0, b"\n".join(data)
+                start, data = -1, []
+                yield begin, raw.size, lineno, raw
+                continue
             offset += len(raw)
             s = raw.strip()
             if lineno == 1 and s.startswith(b"\xef\xbb\xbf"):
@@ -587,8 +595,12 @@ def _index(path: str | os.PathLike, name: str) -> _Index:
     pending: dict[Any, list[int]] = {}
     unknown = array("q")
     for off, length, line, payload in _scan(path):
+        if isinstance(payload, safejson.LineTooLong):
+            ix.errors.append(error_item(Location(name, line), f"input limit: a line of {payload.size} bytes, longer "
+                                                              "than MAX_RECORD_BYTES allows"))
+            continue
         try:
-            obj = json.loads(payload)
+            obj = safejson.loads(payload)
         except (UnicodeDecodeError, json.JSONDecodeError) as exc:
             ix.errors.append(error_item(Location(name, line), f"not valid JSON: {exc}"))
             continue
@@ -682,8 +694,8 @@ def _sidecar_records(path: str, name: str) -> tuple[dict[str, tuple[dict, Locati
     if os.path.isfile(jpath):
         shown = f"{name}.context.json"
         try:
-            with open(jpath, encoding="utf-8-sig") as f:
-                doc = json.load(f)
+            with open(jpath, "rb") as f:
+                doc = safejson.load(f)
         except (UnicodeDecodeError, json.JSONDecodeError) as exc:
             errors.append(error_item(Location(shown), f"not valid JSON: {exc}"))
             doc = []
@@ -699,7 +711,7 @@ def _sidecar_records(path: str, name: str) -> tuple[dict[str, tuple[dict, Locati
                 if not raw:
                     continue
                 try:
-                    records.append((json.loads(raw), Location(shown, lineno)))
+                    records.append((safejson.loads(raw), Location(shown, lineno)))
                 except (UnicodeDecodeError, json.JSONDecodeError) as exc:
                     errors.append(error_item(Location(shown, lineno), f"not valid JSON: {exc}"))
     for rec, loc in records:
@@ -734,8 +746,8 @@ def _card_files(path: str) -> list[tuple[str | None, dict]]:
         if not os.path.isfile(candidate):
             continue
         try:
-            with open(candidate, encoding="utf-8-sig") as f:
-                doc = json.load(f)
+            with open(candidate, "rb") as f:
+                doc = safejson.load(f)
         except (OSError, ValueError):
             continue
         for card in doc if isinstance(doc, list) else [doc]:
@@ -791,7 +803,7 @@ def iter_wire_file(path: str | os.PathLike, display: str | None = None) -> Itera
             for idx in group:
                 f.seek(ix.offsets[idx])
                 chunk = f.read(ix.lengths[idx])
-                yield json.loads(_payload(chunk)), Location(name, ix.lines[idx])
+                yield safejson.loads(_payload(chunk)), Location(name, ix.lines[idx])
 
         for ctx in list(ix.groups):
             yield build(ctx, records(ix.groups.pop(ctx)))

@@ -149,11 +149,16 @@ def _load(request: Request, session: Session, p: Params) -> service.ReportData:
 
 
 def _heat(value: Any, rgb: tuple[int, int, int] = (179, 38, 30), scale: float = 1.0) -> str:
-    """Returns an inline background style whose strength follows ``value`` (0..1)."""
+    """Returns the class of a background whose strength follows ``value`` (0..1): ``heat-r-N``
+    (red) or ``heat-b-N`` (blue, for rgb (31, 95, 191)), N from 1 to 20 (static/css/reports.css;
+    classes, not a style attribute, under the strict CSP)."""
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return ""
     alpha = max(0.0, min(1.0, abs(float(value)) * scale)) * 0.55
-    return f"background: rgba({rgb[0]}, {rgb[1]}, {rgb[2]}, {alpha:.2f})" if alpha >= 0.02 else ""
+    if alpha < 0.02:
+        return ""
+    step = max(1, min(20, round(alpha / 0.55 * 20)))
+    return f"heat-{'b' if rgb == (31, 95, 191) else 'r'}-{step}"
 
 
 def _page_context(request: Request, session: Session, p: Params) -> dict[str, Any]:

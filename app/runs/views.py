@@ -8,7 +8,7 @@ from fastapi.concurrency import run_in_threadpool
 
 from app.annotations.http import JsonErrorRoute
 from app.api.deps import MAX_PAGE, ApiUser, SessionDep
-from app.api.uploads import read_upload, upload_request_body
+from app.api.uploads import UploadUser, receive_upload, upload_request_body
 from app.core.config import get_settings
 from app.runs import service
 
@@ -86,17 +86,23 @@ def get_run(run_id: str, session: SessionDep, user: ApiUser) -> dict[str, Any]:
          "application/x-ndjson": "JSON Lines: one canonical run a line"},
         "Runs to import: a JSON array, JSON Lines, or a multipart upload (field `file`: JSON, JSON Lines, "
         "an A2A wire log or a zip).")},
-    responses={403: {"description": "requires role admin or reviewer"},
-               413: {"description": "upload larger than MAX_UPLOAD_BYTES"},
+    responses={400: {"description": "the client disconnected before the body was complete"},
+               403: {"description": "requires role admin or reviewer"},
+               408: {"description": "the body stalled (UPLOAD_IDLE_TIMEOUT) or took too long (UPLOAD_TOTAL_TIMEOUT)"},
+               413: {"description": "upload larger than MAX_UPLOAD_BYTES (refused as soon as it is passed)"},
                422: {"description": "empty body, or a multipart upload without the field `file`"}},
 )
-async def import_runs(request: Request, user: ApiUser, replace: bool = False, strict: bool = False) -> dict[str, Any]:
+async def import_runs(request: Request, user: UploadUser, replace: bool = False,
+                      strict: bool = False) -> dict[str, Any]:
+    # UploadUser's database session is closed before the body is read; the body streams to a
+    # temporary file (never held in memory) and the import runs in a worker thread.
     if user.role not in ("admin", "reviewer"):
         raise HTTPException(403, "requires role admin or reviewer")
-    from app.ingest.loader import import_bytes
+    from app.ingest.loader import import_upload
 
-    data, filename, ctype = await read_upload(
-        request, lambda ct: "request-body.jsonl" if "ndjson" in ct or "jsonl" in ct else "request-body.json",
-        "empty body: send a JSON array, JSON Lines or a file")
-    summary = await run_in_threadpool(import_bytes, request.app.state.engine, data, filename, ctype, replace, strict)
+    with await receive_upload(
+            request, lambda ct: "request-body.jsonl" if "ndjson" in ct or "jsonl" in ct else "request-body.json",
+            "empty body: send a JSON array, JSON Lines or a file") as up:
+        summary = await run_in_threadpool(import_upload, request.app.state.engine, str(up.path), up.filename,
+                                          replace, strict)
     return summary.to_dict()

@@ -6,6 +6,7 @@ from pathlib import Path
 from sqlalchemy import func
 from sqlmodel import Session, select
 
+from app.core.text import is_decimal
 from app.taxonomies.models import Taxonomy
 
 
@@ -58,12 +59,12 @@ def resolve(session: Session, ref: str | None) -> Taxonomy | None:
     """`a2-failures`, `a2-failures@2` or a numeric id; None means the default (a2-failures latest)."""
     if ref is None or ref == "":
         return latest(session, "a2-failures") or (latest_versions(session) or [None])[0]
-    if ref.isdigit():
-        return session.get(Taxonomy, int(ref))
+    if is_decimal(ref):  # ASCII digits only ("³".isdigit() is True); beyond 64 bits no id matches
+        return session.get(Taxonomy, int(ref)) if len(ref) <= 18 else None
     if "@" in ref:
         key, _, ver = ref.partition("@")
         ver = ver.lstrip("v")
-        if not ver.isdigit():
+        if not is_decimal(ver) or len(ver) > 9:
             return None
         return session.exec(select(Taxonomy).where(Taxonomy.key == key, Taxonomy.version == int(ver))).first()
     return latest(session, ref)

@@ -162,15 +162,25 @@ async def validation_error(request: Request, exc: RequestValidationError):
 
 
 async def server_error(request: Request, exc: Exception):
-    log.error("unhandled error on %s %s", request.method, request.url.path, exc_info=exc)
+    """Anything unexpected: logged with the request id (also sent as X-Request-ID), answered 500
+    (JSON for the API, a page for browsers); the process keeps serving."""
+    from app.web.security import header_pairs, request_id
+
+    rid = request_id(request.scope) or "-"
+    # this answer is sent by Starlette's outermost middleware, around SecurityHeaders: add them here
+    headers = dict(header_pairs(request.url.path, rid))
+    log.error("unhandled error on %s %s (request id %s)", request.method, request.url.path, rid, exc_info=exc)
     if not wants_html(request):
-        return JSONResponse({"detail": "internal server error"}, status_code=500)
+        return JSONResponse({"detail": f"internal server error (request id {rid})", "request_id": rid},
+                            status_code=500, headers=headers)
     try:
-        return error_page(request, 500, "The server could not complete this request; the error was logged.",
-                          hint="Try again in a moment. If it keeps happening, tell your admin what you were doing.")
+        return error_page(request, 500, f"The server could not complete this request; the error was logged "
+                                        f"(request id {rid}).",
+                          hint="Try again in a moment. If it keeps happening, tell your admin what you were doing "
+                               "and the request id.", headers=headers)
     except Exception:  # never answer an error with another traceback
         log.exception("the error page itself failed")
-        return HTMLResponse(FALLBACK_500, status_code=500)
+        return HTMLResponse(FALLBACK_500, status_code=500, headers=headers)
 
 
 def install_error_pages(app: FastAPI) -> None:

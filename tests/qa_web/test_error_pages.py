@@ -131,7 +131,10 @@ def test_unhandled_error_is_a_500_page_not_a_traceback(engine):
     text = _html_error(r, 500)
     assert "Something went wrong" in text and "secret internals" not in text
     r = c.get("/qa-boom")
-    assert r.status_code == 500 and r.json() == {"detail": "internal server error"}
+    rid = r.headers["x-request-id"]
+    assert r.status_code == 500 and r.json() == {"detail": f"internal server error (request id {rid})",
+                                                 "request_id": rid}
+    assert "frame-ancestors 'none'" in r.headers["content-security-policy"]
 
 
 def test_favicon_and_current_page_in_nav(client):

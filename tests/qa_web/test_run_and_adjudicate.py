@@ -130,4 +130,5 @@ def test_a_refused_form_too_big_for_the_session_cookie_is_not_kept(client):
 def test_open_edit_form_sits_on_its_own_line(client):
     login(client, "rev")
     html = client.get("/adjudicate/qa-2", headers=HTML).text
-    assert "details.edit[open] { display: block;" in html
+    assert "/static/css/agreement.css" in html  # the page's CSS is a static file (strict CSP)
+    assert "details.edit[open] { display: block;" in client.get("/static/css/agreement.css").text

@@ -1,0 +1,167 @@
+"""Hostile requests against a live server (a2annotate serve in a subprocess, free port on
+127.0.0.1): every one answered below 500, the server healthy afterwards and its peak memory
+(VmHWM from /proc) below 500 MB."""
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+
+import httpx
+import pytest
+from sqlmodel import Session
+
+from tests.annotations.factories import make_user
+from tests.hardening import hostile
+
+PEAK_RSS_BOUND_KB = 500 * 1024
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _peak_kb(pid: int) -> int:
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1])
+    raise AssertionError("no VmHWM")
+
+
+@contextlib.contextmanager
+def _server(db_url, tmp_path, **env_extra):
+    port = _free_port()
+    env = dict(os.environ, DATABASE_URL=db_url, SECRET_KEY="live-server-test-" + "x" * 32,
+               MAX_UPLOAD_BYTES=str(20 << 20), MAX_ZIP_BYTES=str(20 << 20), UPLOAD_IDLE_TIMEOUT="2",
+               UPLOAD_DIR=str(tmp_path / "uploads"))
+    env.update(env_extra)
+    proc = subprocess.Popen([sys.executable, "-m", "app.cli", "serve", "--host", "127.0.0.1", "--port", str(port)],
+                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        for _ in range(300):
+            try:
+                if httpx.get(base + "/healthz", timeout=1).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                time.sleep(0.1)
+        else:
+            raise AssertionError(proc.stderr.read().decode()[-2000:] if proc.poll() is not None else "no start")
+        yield proc, base, port
+    finally:
+        proc.kill()
+        proc.wait(10)
+
+
+def _admin_token(engine) -> str:
+    from app.auth.service import create_token
+
+    with Session(engine) as s:
+        tok = create_token(s, make_user(s, "live-admin", "admin"), "live")
+        s.commit()
+    return tok
+
+
+@pytest.fixture
+def live(engine, db_url, tmp_path):
+    tok = _admin_token(engine)
+    with _server(db_url, tmp_path) as (proc, base, port):
+        yield proc, base, tok, port, tmp_path / "uploads"
+
+
+@pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)
+def test_hostile_inputs_against_a_live_server(live):
+    proc, base, tok, port, uploads = live
+    auth = {"Authorization": f"Bearer {tok}"}
+    c = httpx.Client(base_url=base, headers=auth, timeout=60)
+
+    def post(path, body, ctype, expect=None):
+        r = c.post(path, content=body, headers={"Content-Type": ctype})
+        assert r.status_code < 500 and proc.poll() is None, (path, ctype, r.status_code, r.text[:300])
+        if expect is not None:
+            assert r.status_code == expect, (r.status_code, r.text[:300])
+        return r
+
+    # the 4.3 KB body that killed the process (exit 139)
+    r = post("/api/v1/imports", b'{"a": 1' + b"0" * 4300 + b"}", "application/json", 200)
+    assert r.json()["rejected"] == 1 and "MAX_INT_DIGITS" in r.json()["errors"][0]["message"]
+    for body in (hostile.long_int_object(5000), hostile.deep_array(100_000), hostile.deep_run_jsonl_line(100_000)):
+        r = post("/api/v1/imports", body, "application/json", 200)
+        assert r.json()["rejected"] == 1, r.json()
+    r = post("/api/v1/imports", hostile.deep_run_jsonl_line(100_000) + b"\n" + json.dumps(hostile.run("live-ok")).encode(),
+             "application/x-ndjson", 200)
+    assert r.json()["imported"] == 1 and r.json()["rejected"] == 1
+    # zips: nested beyond the limit, and a bomb refused while decompressing (100 MB of zeros, 20 MB allowed)
+    for body, needle in ((hostile.nested_zip(3), "MAX_ZIP_NESTING"), (hostile.zip_bomb(100), "MAX_ZIP_BYTES")):
+        r = post("/api/v1/imports", body, "application/zip", 200)
+        assert needle in json.dumps(r.json()), r.json()
+    # bigger than MAX_UPLOAD_BYTES: refused while streaming
+    post("/api/v1/imports", b" " * (24 << 20), "application/json", 413)
+    # labels: a 5,000-digit confidence, a deep note, a 200 KB CSV field
+    jl = (b'{"annotator": "x", "run_id": "live-ok", "mode": "none", "confidence": ' + b"9" * 5000 + b"}\n"
+          + b'{"annotator": "x", "run_id": "live-ok", "mode": "none", "note": ' + hostile.deep(100_000) + b"}\n")
+    post("/api/v1/annotations/import", jl, "application/x-ndjson", 200)
+    post("/api/v1/annotations/import", b"annotator,run_id,mode,note\nx,live-ok,none," + b"n" * 200_000 + b"\n",
+         "text/csv")
+    # superscript digits where a number is expected
+    for path in ("/api/v1/taxonomies/%C2%B9", "/api/v1/queue?taxonomy=a2-failures@%C2%B2",
+                 "/api/v1/progress?taxonomy=%C2%B3"):
+        r = c.get(path)
+        assert r.status_code < 500, (path, r.status_code)
+    # slow clients: 20 uploads that send half a body and stall do not stop anyone else
+    stalled = []
+    for _ in range(20):
+        s = socket.create_connection(("127.0.0.1", port))
+        s.sendall(f"POST /api/v1/imports HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {tok}\r\n"
+                  "Content-Type: application/json\r\nContent-Length: 100000\r\n\r\n[".encode())
+        stalled.append(s)
+    t0 = time.monotonic()
+    assert c.get("/api/v1/runs").status_code == 200 and c.get("/healthz").status_code == 200
+    assert time.monotonic() - t0 < 5
+    time.sleep(2.5)  # UPLOAD_IDLE_TIMEOUT=2: the stalled uploads are answered 408
+    answers = []
+    for s in stalled:
+        s.settimeout(5)
+        answers.append(s.recv(200).split(b"\r\n", 1)[0])
+        s.close()
+    assert all(b" 408 " in a for a in answers), answers[:3]
+    # still healthy, and never above the memory bound
+    assert c.get("/healthz").json() == {"status": "ok"} and proc.poll() is None
+    peak = _peak_kb(proc.pid)
+    print(f"live server peak RSS: {peak / 1024:.0f} MB")
+    assert peak < PEAK_RSS_BOUND_KB, f"peak RSS {peak / 1024:.0f} MB"
+    assert [p for p in uploads.rglob("*") if p.is_file()] == []  # every upload's temporary file removed
+
+
+@pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)
+def test_concurrency_limit_answers_503_beyond_it(engine, db_url, tmp_path):
+    tok = _admin_token(engine)
+    with _server(db_url, tmp_path, SERVER_LIMIT_CONCURRENCY="4", UPLOAD_IDLE_TIMEOUT="3") as (proc, base, port):
+        held = []
+        for _ in range(8):  # stalled uploads, twice as many as the limit
+            s = socket.create_connection(("127.0.0.1", port))
+            s.sendall(f"POST /api/v1/imports HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {tok}\r\n"
+                      "Content-Type: application/json\r\nContent-Length: 1000\r\n\r\n[".encode())
+            held.append(s)
+        time.sleep(0.5)
+        answers = []
+        for s in held:
+            s.settimeout(0.3)
+            try:
+                answers.append(s.recv(40).split(b"\r\n", 1)[0])
+            except TimeoutError:
+                answers.append(b"(waiting for its body)")
+        # beyond the limit requests are refused at once (503) instead of queueing without bound
+        assert b"HTTP/1.1 503 Service Unavailable" in answers, answers
+        assert answers.count(b"(waiting for its body)") <= 4, answers
+        for s in held:
+            s.close()
+        time.sleep(0.5)
+        assert httpx.get(base + "/healthz", timeout=5).status_code == 200 and proc.poll() is None
