@@ -112,14 +112,26 @@ def _ingest(request: Request, spans, sidecar: dict):
     raise AssertionError("unreachable")
 
 
+#: OTLP/HTTP errors are a google.rpc.Status, in the request's encoding (JSON or protobuf)
+_STATUS_CONTENT = {
+    JSON: {"schema": {"title": "GoogleRpcStatus", "type": "object",
+                      "properties": {"code": {"type": "integer"}, "message": {"type": "string"},
+                                     "details": {"type": "array", "items": {"type": "object"}}}}},
+    PROTOBUF: {"schema": {"type": "string", "format": "binary", "description": "google.rpc.Status"}},
+}
+
+
 @router.post("/v1/traces", summary="OTLP/HTTP trace ingestion (protobuf or JSON, optionally gzip)",
-             responses={200: {"description": "ExportTraceServiceResponse (partialSuccess when spans were rejected)"},
-                        400: {"description": "google.rpc.Status: the body does not decode"},
-                        401: {"description": "google.rpc.Status: missing or invalid Bearer token"},
-                        403: {"description": "google.rpc.Status: the token's user is not admin or reviewer"},
-                        413: {"description": "google.rpc.Status: body too large"},
-                        415: {"description": "google.rpc.Status: not application/x-protobuf or application/json"},
-                        503: {"description": "google.rpc.Status: database unavailable; retry (Retry-After)"}},
+             responses={200: {"description": "ExportTraceServiceResponse (partialSuccess when spans were rejected)",
+                              "content": {PROTOBUF: {"schema": {"type": "string", "format": "binary"}},
+                                          JSON: {"schema": {"type": "object"}}}},
+                        **{code: {"description": f"google.rpc.Status: {what}", "content": _STATUS_CONTENT}
+                           for code, what in ((400, "the body does not decode"),
+                                              (401, "missing or invalid Bearer token"),
+                                              (403, "the token's user is not admin or reviewer"),
+                                              (413, "body too large"),
+                                              (415, "not application/x-protobuf or application/json"),
+                                              (503, "database unavailable; retry (Retry-After)"))}},
              openapi_extra={"requestBody": {"required": True, "content": {
                  PROTOBUF: {"schema": {"type": "string", "format": "binary",
                                        "description": "ExportTraceServiceRequest"}},
