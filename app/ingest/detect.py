@@ -73,7 +73,7 @@ def _first_record_keys(path: str | os.PathLike, limit: int = 64) -> set[str]:
     (or of its first JSON line); read with safejson, never ijson (see `_top_level_keys`)."""
     try:
         with open(path, "rb") as f:
-            return safejson.top_level_keys(f, limit, stop=("run_id",), first_record=True)
+            return safejson.top_level_keys(f, limit, max_bytes=1 << 20, stop=("run_id",), first_record=True)
     except (ValueError, OSError):
         return set()
 

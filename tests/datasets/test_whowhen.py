@@ -155,8 +155,8 @@ def test_rest_zip_of_dataset_folders_is_detected_per_file(client, engine):
     body = r.json()
     assert (body["imported"], body["rejected"]) == (2 + 3 + 1, 2 + 2), body
     assert {e["location"] for e in body["errors"]} == {
-        "datasets.zip/mad/MAD_full_bad.json:[1]: field trace.trajectory",
-        "datasets.zip/mad/MAD_full_bad.json:[2]: field trace_id",
+        "datasets.zip/mad/MAD_full_bad.json:29:[1]: field trace.trajectory",
+        "datasets.zip/mad/MAD_full_bad.json:38:[2]: field trace_id",
         "datasets.zip/whowhen_bad/4.json: field history", "datasets.zip/whowhen_bad/5.json:1"}
     ok = client.get(f"/api/v1/runs/{HAND}", headers=client.hdr["admin"])
     assert ok.status_code == 200 and ok.json()["audits"][0]["evidence"] == [4]

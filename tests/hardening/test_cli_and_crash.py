@@ -36,7 +36,7 @@ def test_cli_rejects_hostile_files_in_one_line_each_and_imports_the_rest(engine,
     r = _cli(["import", *paths], db_url)
     assert r.returncode == 1, (r.returncode, r.stderr[-800:])  # 1: some runs rejected; not -11 / 139
     assert "Traceback" not in r.stderr
-    assert r.stdout.strip().splitlines()[-1] == "imported 2, unchanged 0, rejected 3"
+    assert r.stdout.strip().splitlines()[-1] == "imported 2, unchanged 0, rejected 3, warnings 0"
     rejected = [ln for ln in r.stderr.splitlines() if ln.startswith("rejected: ")]
     assert len(rejected) == 3
     assert any("long-int.json" in ln and "field metadata.n" in ln and "MAX_INT_DIGITS" in ln for ln in rejected)
@@ -77,7 +77,7 @@ def test_kill_9_mid_import_leaves_whole_runs_and_reimport_is_exact(engine, db_ur
     assert 0 < stored < N_RUNS and half == 0
     r = _cli(["import", str(src)], db_url)
     assert r.returncode == 0, r.stderr[-500:]
-    assert r.stdout.strip().splitlines()[-1] == f"imported {N_RUNS - stored}, unchanged {stored}, rejected 0"
+    assert r.stdout.strip().splitlines()[-1] == f"imported {N_RUNS - stored}, unchanged {stored}, rejected 0, warnings 0"
     with engine.connect() as c:
         total, distinct = c.execute(text("SELECT count(*), count(DISTINCT run_id) FROM run")).one()
         events = c.execute(text("SELECT count(*) FROM event")).scalar_one()
