@@ -43,6 +43,8 @@ class Annotation(SQLModel, table=True):
     started_at: datetime = Field(default_factory=utcnow)
     updated_at: datetime = Field(default_factory=utcnow)
     submitted_at: datetime | None = None
+    #: optimistic concurrency: bumped on every save; a save naming an older version gets 409
+    version: int = Field(default=1, sa_column_kwargs={"server_default": "1"})
 
 
 class Label(SQLModel, table=True):
@@ -90,6 +92,8 @@ class GoldLabel(SQLModel, table=True):
     rationale: str | None = Field(default=None, sa_column=Column(Text))
     created_by: int | None = Field(default=None, foreign_key="user_account.id")
     created_at: datetime = Field(default_factory=utcnow)
+    #: optimistic concurrency: bumped on every change; a change naming an older version gets 409
+    version: int = Field(default=1, sa_column_kwargs={"server_default": "1"})
 
 
 class AppSetting(SQLModel, table=True):

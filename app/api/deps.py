@@ -6,7 +6,7 @@ from typing import Annotated
 
 from fastapi import Depends, HTTPException, Request, status
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
-from sqlalchemy.exc import DataError
+from sqlalchemy.exc import DataError, IntegrityError, OperationalError
 from sqlmodel import Session
 
 from app.auth.models import User
@@ -21,15 +21,25 @@ bearer = HTTPBearer(auto_error=False, description="API token from `a2annotate to
 
 
 def get_session(request: Request) -> Iterator[Session]:
-    """A session per request; committed when the handler returns without error.
+    """A session per request, committed when the handler returns without error and BEFORE the
+    response is sent (the dependency has `scope="function"`), so a client that got 200 reads its
+    change back on any connection, and a commit that fails answers an error instead of a 200.
 
-    A value the database cannot hold or compare (a NUL character in a text on PostgreSQL, an
-    integer beyond the column's range) answers 422 with the reason instead of a server error."""
+    A route that writes calls `app.core.db.begin_write(session)` first: on SQLite its writing
+    transaction then takes the write lock when it begins (BEGIN IMMEDIATE) and waits its turn
+    behind an import instead of failing with "database is locked". A value the database cannot hold or compare (a NUL character in a
+    text on PostgreSQL, an integer beyond the column's range) answers 422 with the reason instead
+    of a server error; a commit refused for a conflict or a busy database answers 503."""
     try:
-        with session_scope(request.app.state.engine) as session:
+        with session_scope(request.app.state.engine, expire_on_commit=False) as session:
             yield session
     except (DataError, OverflowError) as exc:
         raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, invalid_value_detail(exc)) from None
+    except (OperationalError, IntegrityError) as exc:
+        text = str(getattr(exc, "orig", None) or exc).strip().splitlines()[0]
+        raise HTTPException(status.HTTP_503_SERVICE_UNAVAILABLE,
+                            f"not saved: the database refused the change ({text}); try again",
+                            headers={"Retry-After": "1"}) from None
 
 
 def invalid_value_detail(exc: BaseException) -> str:
@@ -45,7 +55,7 @@ def invalid_value_detail(exc: BaseException) -> str:
     return f"invalid value: {first}"
 
 
-SessionDep = Annotated[Session, Depends(get_session)]
+SessionDep = Annotated[Session, Depends(get_session, scope="function")]
 
 
 def current_api_user(
