@@ -10,7 +10,7 @@ from sqlalchemy.exc import DataError, IntegrityError, OperationalError
 from sqlmodel import Session
 
 from app.auth.models import User
-from app.auth.service import user_for_token
+from app.auth.service import stamp_token_uses, user_for_token
 from app.core.db import session_scope
 from app.web.csrf import SAFE_METHODS, check_csrf
 
@@ -30,6 +30,7 @@ def get_session(request: Request) -> Iterator[Session]:
     behind an import instead of failing with "database is locked". A value the database cannot hold or compare (a NUL character in a
     text on PostgreSQL, an integer beyond the column's range) answers 422 with the reason instead
     of a server error; a commit refused for a conflict or a busy database answers 503."""
+    session = None
     try:
         with session_scope(request.app.state.engine, expire_on_commit=False) as session:
             yield session
@@ -40,6 +41,9 @@ def get_session(request: Request) -> Iterator[Session]:
         raise HTTPException(status.HTTP_503_SERVICE_UNAVAILABLE,
                             f"not saved: the database refused the change ({text}); try again",
                             headers={"Retry-After": "1"}) from None
+    finally:
+        if session is not None:
+            stamp_token_uses(session)
 
 
 def invalid_value_detail(exc: BaseException) -> str:

@@ -104,8 +104,8 @@ def user_for_token(session: Session, token: str) -> User | None:
     """The active user of an active (not revoked, not expired) token, or None.
 
     The token's `last_used_at` is written at most once a minute, in its own short transaction
-    (so a token request does not take the database's write lock for its whole duration, and a
-    busy database only skips the stamp)."""
+    after the request's (`stamp_token_uses`), so a token request does not take the database's
+    write lock for its whole duration, and a busy database only skips the stamp."""
     row = session.exec(select(ApiToken).where(ApiToken.token_hash == hash_token(token))).first()
     now = utcnow()
     if row is None or token_state(row, now) != "active":
@@ -115,8 +115,21 @@ def user_for_token(session: Session, token: str) -> User | None:
         return None
     last = _aware(row.last_used_at)
     if last is None or (now - last).total_seconds() >= LAST_USED_RESOLUTION:
-        _stamp_last_used(session.get_bind(), row.id, now)
+        session.info.setdefault(TOKEN_STAMPS, []).append((row.id, now))
     return user
+
+
+#: `session.info` key of the token uses to stamp once the session's transaction has ended
+TOKEN_STAMPS = "a2a_token_stamps"
+
+
+def stamp_token_uses(session: Session) -> None:
+    """Write the `last_used_at` stamps that `user_for_token` noted on `session`, each in its own
+    short transaction. Call it after the session's transaction ended: a stamp written while a
+    read transaction is open would make that transaction's own later write fail on SQLite
+    (its snapshot would be stale)."""
+    for token_id, now in session.info.pop(TOKEN_STAMPS, []):
+        _stamp_last_used(session.get_bind(), token_id, now)
 
 
 def _stamp_last_used(bind: Any, token_id: int, now: datetime) -> None:
