@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC
 from typing import Any
 
-from sqlalchemy import case, delete, insert, update
+from sqlalchemy import BigInteger, case, cast, delete, insert, update
 from sqlmodel import Session, select
 
 from app.annotations.models import Annotation, GoldRun, Label
@@ -338,7 +338,7 @@ def save_annotation(session: Session, user: User, run: Run, taxonomy: Taxonomy, 
                 .returning(table.c.id))
         ann_id = session.execute(stmt).scalar()
     if ann_id is None:  # it exists: compare-and-swap on the version, add the time in the database
-        total = table.c.time_ms + time_ms
+        total = cast(table.c.time_ms, BigInteger) + time_ms  # no 32-bit overflow before the cap
         where = [table.c.run_pk == run.id, table.c.user_id == user.id, table.c.taxonomy_pk == taxonomy.id]
         if version is not None:
             where.append(table.c.version == version)

@@ -74,10 +74,11 @@ def current_api_user(
             return user
         raise HTTPException(status.HTTP_401_UNAUTHORIZED, "invalid or revoked API token",
                             headers={"WWW-Authenticate": "Bearer"})
-    uid = request.session.get("uid") if "session" in request.scope else None
-    if uid is not None:
-        user = session.get(User, uid)
-        if user is not None and user.is_active:
+    if "session" in request.scope and request.session.get("uid") is not None:
+        from app.auth.sessions import session_user
+
+        user = session_user(request, session)
+        if user is not None:
             if request.method not in SAFE_METHODS:  # cookie auth: unsafe requests need the CSRF header
                 check_csrf(request, request.headers.get("x-csrf-token"))
             return user

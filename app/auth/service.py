@@ -49,16 +49,21 @@ def create_user(session: Session, username: str, role: str, password: str | None
 
 
 def set_password(session: Session, user: User, password: str) -> None:
+    """Set `user`'s password; a reset of an existing password ends all of their sessions."""
     if len(password) < 8:
         raise AuthError("password must have at least 8 characters")
+    had_password = user.password_hash is not None
     user.password_hash = hash_password(password)
+    if had_password and user.id is not None:
+        user.session_generation = (user.session_generation or 0) + 1
     session.add(user)
 
 
 def authenticate(session: Session, username: str, password: str) -> User | None:
     user = get_user(session, username)
     if user is None or not user.is_active or user.kind != "human":
-        # Spend the same time as a real check so usernames cannot be probed by timing.
+        # Check against a dummy hash: the same time as a real check, so usernames cannot be
+        # probed by timing.
         verify_password(None, password)
         return None
     return user if verify_password(user.password_hash, password) else None
