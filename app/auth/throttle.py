@@ -72,11 +72,16 @@ class HashLimiter:
         self.slots = max(1, slots)
         self.max_waiting = max_waiting
         self._limiter: anyio.CapacityLimiter | None = None
+        self._loop: Any = None
 
     @property
     def limiter(self) -> anyio.CapacityLimiter:
-        if self._limiter is None:  # created inside the event loop
-            self._limiter = anyio.CapacityLimiter(self.slots)
+        """The limiter of the running event loop (the server has one; it is made in it)."""
+        import asyncio
+
+        loop = asyncio.get_running_loop()
+        if self._limiter is None or self._loop is not loop:
+            self._limiter, self._loop = anyio.CapacityLimiter(self.slots), loop
         return self._limiter
 
     def busy(self) -> bool:
