@@ -69,7 +69,7 @@ def test_address_throttled_across_accounts(sqlite_engine, users):
 def test_throttle_window_slides():
     now = [1000.0]
     t = LoginThrottle(3, 60, clock=lambda: now[0])
-    for i in range(3):
+    for _ in range(3):
         assert t.retry_after("k") == 0
         t.fail("k")
         now[0] += 10
