@@ -72,7 +72,7 @@ def current_api_user(
         user = user_for_token(session, creds.credentials)
         if user is not None:
             return user
-        raise HTTPException(status.HTTP_401_UNAUTHORIZED, "invalid or revoked API token",
+        raise HTTPException(status.HTTP_401_UNAUTHORIZED, "invalid, revoked or expired API token",
                             headers={"WWW-Authenticate": "Bearer"})
     if "session" in request.scope and request.session.get("uid") is not None:
         from app.auth.sessions import session_user
