@@ -10,7 +10,6 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, HTTPException, Query, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse
-from sqlmodel import Session
 
 from app.annotations import service
 from app.annotations.assignments import create_assignments, next_in_queue, user_queue
@@ -28,7 +27,7 @@ from app.annotations.schemas import (
 from app.api.deps import MAX_PAGE, AdminUser, ApiUser, ReviewerUser, SessionDep
 from app.api.uploads import read_upload, upload_request_body
 from app.core.config import get_settings
-from app.core.db import begin_write
+from app.core.db import begin_write, write_session
 from app.runs.service import RunFilter
 
 router = APIRouter(prefix="/api/v1", tags=["annotations"], route_class=JsonErrorRoute,
@@ -139,7 +138,7 @@ def mine(session: SessionDep, user: ApiUser, run_id: str,
 def _import_labels(engine, data: bytes, filename: str, content_type: str) -> dict[str, Any]:
     from app.annotations.labels_import import import_labels
 
-    with Session(engine) as session:
+    with write_session(engine) as session:  # SQLite: BEGIN IMMEDIATE (waits its turn, no stale-snapshot failure)
         summary = import_labels(session, data, filename, content_type)
         session.commit()
     return summary.to_dict()

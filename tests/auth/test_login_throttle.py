@@ -12,7 +12,7 @@ from fastapi.testclient import TestClient
 from sqlmodel import Session
 
 from app.auth.throttle import LoginThrottle
-from app.core.config import Settings, get_settings
+from app.core.config import get_settings
 from app.main import create_app
 from tests.annotations.factories import PASSWORD, make_user
 from tests.api.clients import page_csrf
@@ -155,8 +155,3 @@ def test_too_many_waiting_logins_answer_503(sqlite_engine, users, monkeypatch):
     assert 503 in codes and 401 in codes and set(codes) <= {401, 503}, codes
     assert all(ra == "2" for c, ra in results if c == 503)
 
-
-def test_settings_are_documented_defaults():
-    s = Settings()
-    assert (s.login_max_failures_per_account, s.login_max_failures_per_address) == (5, 20)
-    assert s.max_concurrent_password_hashes >= 1
