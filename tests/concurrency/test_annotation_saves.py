@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
@@ -126,15 +127,40 @@ def test_concurrent_time_ms_is_not_lost(api, engine):
         assert ann.version == n + 1
 
 
-def test_committed_before_the_response(api, engine):
-    """As soon as the 200 arrives another connection reads the change (item 10: no stale reads)."""
-    client, t = api
-    for i in range(15):
-        res = _save(client, t, labels=[LABEL], note=f"n{i}", time_ms=1)
-        assert res.status_code == 200
-        with Session(engine) as s:
-            ann = s.exec(select(Annotation)).one()
-            assert ann.note == f"n{i}"
+def test_committed_before_the_response(api, engine, monkeypatch):
+    """Against a real server: the 200 arrives only once the change is committed, so a reader on
+    another connection right after it sees the change (item 10). The commit is slowed down so a
+    response sent before it (the old behaviour) would be caught every time."""
+    import httpx
+    from sqlalchemy import event
+
+    from tests.e2e.live import LiveServer
+
+    _, t = api
+    original = Session.commit
+
+    def slow_commit(self):
+        if self.info.get("wrote"):
+            time.sleep(0.3)
+        return original(self)
+
+    def mark(state):
+        if state.is_insert or state.is_update or state.is_delete:
+            state.session.info["wrote"] = True
+
+    event.listen(Session, "do_orm_execute", mark)
+    monkeypatch.setattr(Session, "commit", slow_commit)
+    try:
+        with LiveServer(engine) as url, httpx.Client(base_url=url, timeout=30) as http:
+            for i in range(3):
+                res = http.post("/api/v1/annotations", headers=t,
+                                json={"run_id": "r1", "labels": [LABEL], "note": f"n{i}", "time_ms": 1})
+                assert res.status_code == 200, res.text
+                with engine.connect() as conn:
+                    note = conn.exec_driver_sql("SELECT note FROM annotation").scalar()
+                assert note == f"n{i}"
+    finally:
+        event.remove(Session, "do_orm_execute", mark)
 
 
 def test_failed_commit_is_reported(api, engine, monkeypatch):
