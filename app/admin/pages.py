@@ -1,4 +1,5 @@
-"""Admin pages: `/admin` (users, reveal labels), `/admin/assignments`, `/admin/progress`.
+"""Admin pages: `/admin` (users, reveal labels, end a user's sessions), `/admin/assignments`,
+`/admin/progress`, `/admin/tokens` (list and revoke API tokens).
 
 Only admins change things; reviewers may look at progress. Every form post carries the session's
 CSRF token (`verify_form_csrf`); successful changes redirect back (303) with a one-time message.
@@ -16,8 +17,9 @@ from app.annotations.blind import labels_revealed, set_revealed
 from app.annotations.progress import RUN_STATES, progress
 from app.annotations.service import AnnotationError, resolve_taxonomy
 from app.api.deps import SessionDep
-from app.auth.models import ROLES
-from app.auth.service import AuthError, create_user, set_password
+from app.auth.models import ROLES, ApiToken
+from app.auth.service import AuthError, create_user, list_tokens, revoke_token, set_password, token_state
+from app.auth.sessions import end_all_sessions
 from app.runs.service import RunFilter
 from app.taxonomies.service import all_versions
 from app.web.csrf import verify_form_csrf
@@ -90,6 +92,33 @@ def admin_set_role(request: Request, session: SessionDep, user: AdminPage, user_
     except AuthError as exc:
         return _back(request, "error", str(exc))
     return _back(request, "ok", f"{target.username} is now {role}.")
+
+
+@router.post("/admin/users/{user_id}/sessions", dependencies=CSRF)
+def admin_end_sessions(request: Request, session: SessionDep, user: AdminPage, user_id: int):
+    try:
+        target = admin_service.get_human(session, user_id)
+    except AuthError as exc:
+        return _back(request, "error", str(exc))
+    end_all_sessions(session, target)
+    return _back(request, "ok", f"Every session of {target.username} has ended.")
+
+
+# --------------------------------------------------------------------------- API tokens
+
+@router.get("/admin/tokens")
+def tokens_page(request: Request, session: SessionDep, user: AdminPage):
+    rows = [(t, name, token_state(t)) for t, name in list_tokens(session)]
+    return render(request, "admin/tokens.html", tokens=rows, flash=request.session.pop("flash", None))
+
+
+@router.post("/admin/tokens/{token_id}/revoke", dependencies=CSRF)
+def tokens_revoke(request: Request, session: SessionDep, user: AdminPage, token_id: int):
+    tok = session.get(ApiToken, token_id)
+    if tok is None:
+        return _back(request, "error", f"no API token with id {token_id}", "/admin/tokens")
+    revoke_token(session, tok)
+    return _back(request, "ok", f"Token {tok.prefix}… revoked.", "/admin/tokens")
 
 
 @router.post("/admin/reveal", dependencies=CSRF)

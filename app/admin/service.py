@@ -28,6 +28,8 @@ def set_active(session: Session, actor: User, user: User, active: bool) -> None:
     """Deactivate (or reactivate) `user`; an admin cannot deactivate their own account."""
     if not active and user.id == actor.id:
         raise AuthError("you cannot deactivate your own account")
+    if user.is_active and not active:
+        user.session_generation = (user.session_generation or 0) + 1  # ends the user's sessions
     user.is_active = active
     session.add(user)
 
@@ -38,6 +40,8 @@ def set_role(session: Session, actor: User, user: User, role: str) -> None:
         raise AuthError(f"role must be one of {', '.join(ROLES)}, not {role!r}")
     if user.id == actor.id and role != "admin":
         raise AuthError("you cannot remove your own admin role")
+    if user.role != role:
+        user.session_generation = (user.session_generation or 0) + 1  # ends the user's sessions
     user.role = role
     session.add(user)
 

@@ -42,6 +42,7 @@ __all__ = [
     "ACTIONS",
     "AdjudicationError",
     "AdjudicationLocked",
+    "GoldLabelStale",
     "accept",
     "add_label",
     "adjudication_view",
@@ -50,6 +51,7 @@ __all__ = [
     "edit_label",
     "finish",
     "get_gold_run",
+    "gold_label_dict",
     "merge_labels",
     "open_adjudication",
     "remove_label",
@@ -69,6 +71,51 @@ class AdjudicationError(FieldError):
 
 class AdjudicationLocked(RuntimeError):
     """The run is adjudicated: reopen it before changing its gold labels."""
+
+
+class GoldLabelStale(RuntimeError):
+    """The gold label changed since the reviewer read it (its `version` differs): nothing was
+    written; `current` is the stored gold label."""
+
+    def __init__(self, message: str, current: GoldLabel | None):
+        super().__init__(message)
+        self.current = current
+
+
+def _version_param(value: Any) -> int | None:
+    if value is None or value == "":
+        return None
+    if isinstance(value, str) and value.strip().isdigit():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise AdjudicationError("version", f"must be the gold label's version as last read, got {value!r}")
+    return value
+
+
+def _bump(session: Session, g: GoldLabel, expected: int | None = None) -> None:
+    """Bump `g`'s version in the database, only if it is still `expected` (when given): a
+    compare-and-swap that also takes the row's lock, so two reviewers editing one gold label
+    cannot both win. Raises GoldLabelStale when it changed elsewhere."""
+    from sqlalchemy import update
+    from sqlalchemy.orm.attributes import set_committed_value
+
+    t = GoldLabel.__table__
+    where = [t.c.id == g.id]
+    if expected is not None:
+        where.append(t.c.version == expected)
+    new = session.execute(update(t).where(*where).values(version=t.c.version + 1).returning(t.c.version)).scalar()
+    if new is None:
+        session.refresh(g)
+        raise GoldLabelStale(f"gold label {g.id} changed elsewhere: you last saw version {expected}, the stored one "
+                             f"is version {g.version}; reload it, or send its current version to overwrite it", g)
+    set_committed_value(g, "version", new)
+
+
+def gold_label_dict(g: GoldLabel, names: Mapping[int, str] | None = None) -> dict[str, Any]:
+    """The API shape of one gold label."""
+    return {"id": g.id, "mode": g.mode, "agent": g.agent or None, "principals": list(g.principals or []),
+            "evidence": list(g.evidence or []), "origin": g.origin, "accepted": bool(g.accepted),
+            "rationale": g.rationale, "created_by": (names or {}).get(g.created_by), "version": g.version}
 
 
 # --------------------------------------------------------------------------------------------
@@ -251,6 +298,7 @@ def accept(session: Session, gold: GoldRun, run: Run, tax: Taxonomy, mode: Any, 
         raise AdjudicationError("mode", f"no submitted label of run {run.run_id} has mode {mode!r} and agent {agent!r}")
     existing = _find_gold(session, gold, cand["mode"], cand["agent"])
     if existing is not None:
+        _bump(session, existing)
         existing.accepted = True
         existing.rationale = _text(rationale, "rationale") or existing.rationale
         session.add(existing)
@@ -267,10 +315,13 @@ def accept(session: Session, gold: GoldRun, run: Run, tax: Taxonomy, mode: Any, 
     return g
 
 
-def set_accepted(session: Session, gold: GoldRun, run: Run, gold_label_id: Any, accepted: bool) -> GoldLabel:
-    """Undoes (``accepted=False``) or restores a gold label; returns it."""
+def set_accepted(session: Session, gold: GoldRun, run: Run, gold_label_id: Any, accepted: bool,
+                 version: Any = None) -> GoldLabel:
+    """Undoes (``accepted=False``) or restores a gold label; returns it.  With ``version`` (the
+    gold label's version as last read) a stale change raises GoldLabelStale."""
     _require_open(gold, run)
     g = _gold_label(session, gold, gold_label_id)
+    _bump(session, g, _version_param(version))
     g.accepted = bool(accepted)
     session.add(g)
     session.flush()
@@ -292,12 +343,15 @@ def add_label(session: Session, gold: GoldRun, run: Run, tax: Taxonomy, label: A
 
 
 def edit_label(session: Session, gold: GoldRun, run: Run, tax: Taxonomy, gold_label_id: Any, label: Any,
-               reviewer: User, rationale: str | None = None) -> GoldLabel:
+               reviewer: User, rationale: str | None = None, version: Any = None) -> GoldLabel:
     """Replaces a gold label's mode, agent, principals and evidence; it becomes origin
-    ``adjudication`` and accepted.  Returns it."""
+    ``adjudication`` and accepted.  Returns it.  With ``version`` (as last read) a stale edit
+    raises GoldLabelStale and writes nothing."""
     _require_open(gold, run)
     g = _gold_label(session, gold, gold_label_id)
+    expected = _version_param(version)
     clean = _clean_label(session, run, tax, label)
+    _bump(session, g, expected)
     other = _find_gold(session, gold, clean["mode"], clean["agent"])
     if other is not None and other.id != g.id:
         raise AdjudicationError("label.mode", f"gold label {other.id} already has mode {clean['mode']} and agent "
@@ -350,6 +404,8 @@ def merge_labels(session: Session, gold: GoldRun, run: Run, tax: Taxonomy, label
 def _store_adjudicated(session: Session, gold: GoldRun, existing: GoldLabel | None, clean: dict,
                        reviewer: User, rationale: str | None) -> GoldLabel:
     """Write `clean` (a checked label) into `existing` or a new gold label, as accepted adjudication."""
+    if existing is not None:
+        _bump(session, existing)
     g = existing or GoldLabel(gold_run_id=gold.id, mode=clean["mode"], agent=clean["agent"])
     g.principals, g.evidence = clean["principals"], clean["evidence"]
     g.origin, g.accepted, g.created_by = "adjudication", True, reviewer.id
@@ -359,13 +415,15 @@ def _store_adjudicated(session: Session, gold: GoldRun, existing: GoldLabel | No
     return g
 
 
-def remove_label(session: Session, gold: GoldRun, run: Run, gold_label_id: Any) -> None:
+def remove_label(session: Session, gold: GoldRun, run: Run, gold_label_id: Any, version: Any = None) -> None:
     """Deletes a gold label.  Unanimity labels cannot be deleted (they would come back when the
-    adjudication is opened again): undo them instead."""
+    adjudication is opened again): undo them instead.  With ``version`` a stale removal raises
+    GoldLabelStale."""
     _require_open(gold, run)
     g = _gold_label(session, gold, gold_label_id)
     if g.origin == "unanimity":
         raise AdjudicationError("gold_label_id", "a unanimity label cannot be removed: undo it instead")
+    _bump(session, g, _version_param(version))
     session.delete(g)
     session.flush()
 
@@ -421,19 +479,20 @@ def apply_action(session: Session, run: Run, tax: Taxonomy, reviewer: User, acti
         g = accept(session, gold, run, tax, mode, agent, reviewer, rationale)
         return f"accepted {g.mode} ({g.agent or 'no agent'}) as gold, origin {g.origin}"
     if action in ("undo", "restore"):
-        g = set_accepted(session, gold, run, params.get("gold_label_id"), action == "restore")
+        g = set_accepted(session, gold, run, params.get("gold_label_id"), action == "restore", params.get("version"))
         return f"{'restored' if g.accepted else 'undid'} gold label {g.mode} ({g.agent or 'no agent'})"
     if action == "add":
         g = add_label(session, gold, run, tax, params.get("label"), reviewer, rationale)
         return f"added gold label {g.mode} ({g.agent})"
     if action == "edit":
-        g = edit_label(session, gold, run, tax, params.get("gold_label_id"), params.get("label"), reviewer, rationale)
+        g = edit_label(session, gold, run, tax, params.get("gold_label_id"), params.get("label"), reviewer, rationale,
+                       params.get("version"))
         return f"edited gold label {g.id}: {g.mode} ({g.agent})"
     if action == "merge":
         g = merge_labels(session, gold, run, tax, params.get("label_ids"), reviewer, params.get("label"), rationale)
         return f"merged {len(params.get('label_ids') or [])} label(s) into gold label {g.mode} ({g.agent})"
     if action == "remove":
-        remove_label(session, gold, run, params.get("gold_label_id"))
+        remove_label(session, gold, run, params.get("gold_label_id"), params.get("version"))
         return "removed the gold label"
     if action == "finish":
         finish(session, gold, run, reviewer, rationale)
@@ -477,8 +536,6 @@ def adjudication_view(session: Session, run: Run, tax: Taxonomy) -> dict[str, An
         "n_humans": sum(1 for a in anns if a["kind"] == "human"),
         "annotators": anns,
         "candidates": cands,
-        "gold": [{"id": g.id, "mode": g.mode, "agent": g.agent or None, "principals": list(g.principals or []),
-                  "evidence": list(g.evidence or []), "origin": g.origin, "accepted": bool(g.accepted),
-                  "rationale": g.rationale, "created_by": names.get(g.created_by)} for g in golds],
+        "gold": [gold_label_dict(g, names) for g in golds],
     }
 

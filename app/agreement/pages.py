@@ -264,10 +264,15 @@ async def adjudicate_post(request: Request, run_id: str, session: SessionDep, us
         "label_ids": [str(x) for x in form.getlist("label_ids")],
         "label": label,
         "rationale": form.get("rationale"),
+        "version": form.get("version") or None,
     }
     url = _adjudicate_url(run.run_id, f"{tax.key}@{tax.version}")
     try:
         message = adjudication.apply_action(session, run, tax, user, action, params)
+    except adjudication.GoldLabelStale as exc:
+        session.rollback()
+        request.session["flash"] = {"kind": "error", "text": f"Not saved: {exc}. The page now shows the stored state."}
+        return RedirectResponse(url, status_code=303)
     except (adjudication.AdjudicationError, adjudication.AdjudicationLocked) as exc:
         session.rollback()
         request.session["flash"] = {"kind": "error", "text": str(exc)}

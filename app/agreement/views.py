@@ -17,6 +17,7 @@ from __future__ import annotations
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends, HTTPException, Query, Request
+from fastapi.responses import JSONResponse
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 from sqlmodel import Session
 
@@ -24,6 +25,7 @@ from app.agreement import adjudication, service
 from app.agreement.coefficients import compute
 from app.annotations.http import JsonErrorRoute, api_csrf
 from app.api.deps import MAX_PAGE, ApiUser, ReviewerUser, SessionDep, require_labels_visible
+from app.core.db import begin_write
 
 router = APIRouter(prefix="/api/v1", tags=["agreement"], route_class=JsonErrorRoute,
                    dependencies=[Depends(api_csrf)])
@@ -266,6 +268,9 @@ class AdjudicationIn(BaseModel):
     label: GoldLabelIn | None = None
     label_ids: list[int] | None = None
     rationale: str | None = None
+    version: int | None = Field(None, ge=1, le=2**31 - 1, description=(
+        "undo / restore / edit / remove: the gold label's `version` as last read; when it changed since, "
+        "the answer is 409 with `current` (the stored gold label) and nothing is written."))
 
 
 def _run_and_tax(session: Session, run_id: str, taxonomy: str | None):
@@ -305,11 +310,15 @@ def adjudication_get(run_id: str, session: SessionDep, user: ReviewerUser,
         "annotations (mode in the taxonomy version, agent and principals of the run, evidence seqs that exist, "
         "at least one); 422 names the field. `finish` needs a `rationale`, sets the status `adjudicated` "
         "(`no_failure` when no accepted gold label remains) and locks the run's annotations; 409 for changes "
-        "to an adjudicated run until it is reopened. Answers the adjudication (as GET) plus `message`."),
-    responses={404: {"description": "unknown run"}, 409: {"description": "run adjudicated"},
+        "to an adjudicated run until it is reopened. Answers the adjudication (as GET) plus `message`. "
+        "Gold labels carry a `version`: send it with undo / restore / edit / remove and a gold label changed "
+        "elsewhere since is answered 409 `{detail, current}`, nothing written."),
+    responses={404: {"description": "unknown run"},
+               409: {"description": "run adjudicated, or the gold label changed elsewhere (`current`)"},
                422: {"description": "bad input; `detail` names the field"}},
 )
-def adjudication_post(run_id: str, body: AdjudicationIn, session: SessionDep, user: ReviewerUser) -> dict[str, Any]:
+def adjudication_post(run_id: str, body: AdjudicationIn, session: SessionDep, user: ReviewerUser) -> Any:
+    begin_write(session)
     run, tax = _run_and_tax(session, run_id, body.taxonomy)
     params = body.model_dump(exclude={"action", "taxonomy"})
     if body.label is not None:
@@ -320,4 +329,8 @@ def adjudication_post(run_id: str, body: AdjudicationIn, session: SessionDep, us
         raise HTTPException(422, str(exc)) from None
     except adjudication.AdjudicationLocked as exc:
         raise HTTPException(409, str(exc)) from None
+    except adjudication.GoldLabelStale as exc:
+        current = adjudication.gold_label_dict(exc.current)
+        session.rollback()
+        return JSONResponse({"detail": str(exc), "current": current}, status_code=409)
     return {**adjudication.adjudication_view(session, run, tax), "message": message}

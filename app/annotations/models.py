@@ -47,6 +47,8 @@ class Annotation(SQLModel, table=True):
     hints_on: bool | None = None
     #: the version of the program that made this annotation (detectors: `detector:<name>` version)
     source_version: str | None = Field(default=None, max_length=100)
+    #: optimistic concurrency: bumped on every save; a save naming an older version gets 409
+    version: int = Field(default=1, sa_column_kwargs={"server_default": "1"})
 
 
 class Label(SQLModel, table=True):
@@ -95,6 +97,8 @@ class GoldLabel(SQLModel, table=True):
     rationale: str | None = Field(default=None, sa_column=Column(Text))
     created_by: int | None = Field(default=None, foreign_key="user_account.id")
     created_at: datetime = Field(default_factory=utcnow)
+    #: optimistic concurrency: bumped on every change; a change naming an older version gets 409
+    version: int = Field(default=1, sa_column_kwargs={"server_default": "1"})
 
 
 class AppSetting(SQLModel, table=True):

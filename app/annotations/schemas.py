@@ -32,6 +32,11 @@ class AnnotationIn(BaseModel):
                          description="Time on task since the client's last save, in ms; added to the stored total "
                                      f"(which stops at {MAX_TIME_MS}).")
     note: str | None = None
+    version: int | None = Field(None, ge=0, le=2**31 - 1, description=(
+        "Optimistic concurrency: the `version` of the annotation the client last read (0: it read none, "
+        "this is a first save). When the stored annotation has another version the answer is 409 with "
+        "`current` (the stored annotation) and nothing is written. Omitted or null: save unconditionally "
+        "(last writer wins)."))
 
 
 class TaxonomyRef(BaseModel):
@@ -70,6 +75,12 @@ class AnnotationOut(BaseModel):
     hints_on: bool | None = Field(None, description="A human's annotation: whether detector hints were shown "
                                                     "while it was made (null for machine annotators).")
     source_version: str | None = Field(None, description="A detector's annotation: the detector's version.")
+    version: int = Field(description="Bumped on every save; send it back as `version` with the next save.")
+
+
+class StaleAnnotation(BaseModel):
+    detail: str = Field(description="What changed: the version sent and the version stored.")
+    current: AnnotationOut | None = Field(description="The stored annotation (null if it was deleted).")
 
 
 class AnnotationPage(BaseModel):

@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC
 from typing import Any
 
-from sqlalchemy import delete, insert
+from sqlalchemy import BigInteger, case, cast, delete, insert, update
 from sqlmodel import Session, select
 
 from app.annotations.models import Annotation, GoldRun, Label
@@ -332,18 +332,43 @@ def find_annotation(session: Session, user: User, run: Run, tax: Taxonomy) -> An
                                                  Annotation.taxonomy_pk == tax.id)).first()
 
 
+class StaleVersionError(RuntimeError):
+    """The annotation changed since the client read it: `current` is the stored annotation
+    (None when it was deleted); nothing was written."""
+
+    def __init__(self, message: str, current: Annotation | None):
+        super().__init__(message)
+        self.current = current
+
+
+def _insert_stmt(session: Session, table):
+    """An INSERT for `table` that supports ON CONFLICT on this session's database."""
+    if session.get_bind().dialect.name == "postgresql":
+        from sqlalchemy.dialects.postgresql import insert as dialect_insert
+    else:
+        from sqlalchemy.dialects.sqlite import insert as dialect_insert
+    return dialect_insert(table)
+
+
 def save_annotation(session: Session, user: User, run: Run, taxonomy: Taxonomy, labels: Sequence[Any],
                     no_failure: bool = False, status: str = "draft", time_ms: int = 0,
                     note: str | None = None, *, origin: str = "human", check_lock: bool = True,
-                    imported: bool = False) -> Annotation:
+                    imported: bool = False, version: int | None = None) -> Annotation:
     """Create or replace `user`'s annotation of `run` under `taxonomy` (one version) and return it.
 
     Labels are validated (see `validate_labels`; drafts may be incomplete). `status="submitted"`
     needs labels or `no_failure=True` and sets `submitted_at`; `status="draft"` on a submitted
     annotation withdraws the submission. `time_ms` (time spent since the client's last save) is
-    added to the stored total; each label's `time_ms` is stored as sent. `imported=True` accepts
-    trace-level and attribution-only labels (see `validate_labels`). Raises AnnotationError on
-    bad input and LockedError once the run is adjudicated under this taxonomy version.
+    added to the stored total atomically (`time_ms = time_ms + :d` in the database); each
+    label's `time_ms` is stored as sent. `imported=True` accepts trace-level and attribution-only
+    labels (see `validate_labels`). Raises AnnotationError on bad input and LockedError once the
+    run is adjudicated under this taxonomy version.
+
+    Optimistic concurrency: `version` is the annotation version the client last saw (0: it saw
+    none); when the stored one differs, StaleVersionError carries the current annotation and
+    nothing is written. `version=None` saves unconditionally (last writer wins). The first save
+    is an upsert (INSERT ... ON CONFLICT DO NOTHING), so two concurrent first saves never fail
+    on the unique key: one creates, the other updates (or gets StaleVersionError with version 0).
     """
     if status not in STATUSES:
         raise AnnotationError("status", f"must be 'draft' or 'submitted', got {status!r}")
@@ -353,6 +378,8 @@ def save_annotation(session: Session, user: User, run: Run, taxonomy: Taxonomy, 
         raise AnnotationError("note", f"must be text, got {note!r}")
     if note and "\x00" in note:
         raise AnnotationError("note", NUL_MESSAGE)
+    if version is not None and (isinstance(version, bool) or not isinstance(version, int) or version < 0):
+        raise AnnotationError("version", f"must be the annotation version last read (0 for none), got {version!r}")
     time_ms = _time_ms(time_ms, "time_ms")
     ctx = RunContext(session, run)
     clean = validate_labels(ctx, taxonomy, labels, complete=status == "submitted", imported=imported)
@@ -367,25 +394,42 @@ def save_annotation(session: Session, user: User, run: Run, taxonomy: Taxonomy, 
     if check_lock and is_recording(session, run.run_id):
         raise LockedError(f"run {run.run_id} is still recording (live capture): it can be annotated once final")
     now = utcnow()
-    ann = find_annotation(session, user, run, taxonomy)
-    if ann is None:
-        ann = Annotation(run_pk=run.id, user_id=user.id, taxonomy_pk=taxonomy.id, started_at=now)
-    else:
-        session.execute(delete(Label).where(Label.annotation_id == ann.id))
-    ann.status = status
-    ann.no_failure = no_failure
-    ann.origin = origin
-    ann.note = note or None
-    ann.time_ms = min((ann.time_ms or 0) + time_ms, MAX_TIME_MS)  # the total saturates
-    ann.updated_at = now
-    ann.submitted_at = now if status == "submitted" else None
+    values = {"status": status, "no_failure": no_failure, "origin": origin, "note": note or None,
+              "updated_at": now, "submitted_at": now if status == "submitted" else None}
+    key = {"run_pk": run.id, "user_id": user.id, "taxonomy_pk": taxonomy.id}
+    table = Annotation.__table__
+    ann_id = None
+    if not version:  # None or 0: no version seen, so this may be the first save
+        stmt = (_insert_stmt(session, table)
+                .values(**key, **values, time_ms=time_ms, started_at=now, version=1)
+                .on_conflict_do_nothing(index_elements=["run_pk", "user_id", "taxonomy_pk"])
+                .returning(table.c.id))
+        ann_id = session.execute(stmt).scalar()
+    if ann_id is None:  # it exists: compare-and-swap on the version, add the time in the database
+        total = cast(table.c.time_ms, BigInteger) + time_ms  # no 32-bit overflow before the cap
+        where = [table.c.run_pk == run.id, table.c.user_id == user.id, table.c.taxonomy_pk == taxonomy.id]
+        if version is not None:
+            where.append(table.c.version == version)
+        stmt = (update(table).where(*where)
+                .values(**values, version=table.c.version + 1,
+                        time_ms=case((total > MAX_TIME_MS, MAX_TIME_MS), else_=total))  # the total saturates
+                .returning(table.c.id))
+        ann_id = session.execute(stmt).scalar()
+        if ann_id is None:
+            current = find_annotation(session, user, run, taxonomy)
+            if current is not None:
+                session.refresh(current)
+            seen = "none" if not version else f"version {version}"
+            now_at = f"version {current.version}" if current is not None else "no annotation (it was deleted)"
+            raise StaleVersionError(f"annotation changed elsewhere: you last saw {seen}, the stored one is {now_at}; "
+                                    "reload it, or send its current version to overwrite it", current)
+        session.execute(delete(Label).where(Label.annotation_id == ann_id))
+    if clean:
+        session.execute(insert(Label.__table__), [{"annotation_id": ann_id, "created_at": now, **lab} for lab in clean])
+    ann = session.get(Annotation, ann_id, populate_existing=True)
     from app.detectors.service import mark_hints
 
     mark_hints(session, ann, user, run)  # whether detector hints were on for this annotator and run
-    session.add(ann)
-    session.flush()
-    for lab in clean:
-        session.add(Label(annotation_id=ann.id, **lab))
     session.flush()
     return ann
 
@@ -411,7 +455,7 @@ def annotations_to_api(session: Session, anns: Sequence[Annotation]) -> list[dic
             "id": a.id, "run_id": runs[a.run_pk], "annotator": u.username, "annotator_kind": u.kind,
             "taxonomy": {"id": t.id, "key": t.key, "version": t.version},
             "status": a.status, "no_failure": a.no_failure, "origin": a.origin, "time_ms": a.time_ms,
-            "note": a.note,
+            "note": a.note, "version": a.version,
             "labels": [{"mode": lab.mode, "agent": lab.agent or None, "principals": list(lab.principals or []),
                         "evidence": list(lab.evidence or []), "note": lab.note, "confidence": lab.confidence,
                         "time_ms": lab.time_ms} for lab in labels.get(a.id, [])],

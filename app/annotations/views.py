@@ -9,7 +9,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, HTTPException, Query, Request
 from fastapi.concurrency import run_in_threadpool
-from sqlmodel import Session
+from fastapi.responses import JSONResponse
 
 from app.annotations import service
 from app.annotations.assignments import create_assignments, next_in_queue, user_queue
@@ -22,10 +22,12 @@ from app.annotations.schemas import (
     AssignmentsOut,
     LabelImportOut,
     Queue,
+    StaleAnnotation,
 )
 from app.api.deps import MAX_PAGE, AdminUser, ApiUser, ReviewerUser, SessionDep
 from app.api.uploads import UploadReviewer, receive_upload, upload_request_body
 from app.core.config import get_settings
+from app.core.db import begin_write, write_session
 from app.runs.service import RunFilter
 
 router = APIRouter(prefix="/api/v1", tags=["annotations"], route_class=JsonErrorRoute,
@@ -57,16 +59,28 @@ SERVICE_ERRORS = (service.AnnotationError, service.NotFoundError, service.Locked
         "needs them, and needs labels or `no_failure: true` (never both). Sending `draft` for a "
         "submitted annotation withdraws the submission. `time_ms` is added to the stored total. "
         "422 names the bad field (`labels[1].agent: 'x' is not an agent of run r1`), 404 for an unknown "
-        "run, 409 once the run is adjudicated under that taxonomy version."),
-    responses={404: {"description": "unknown run"}, 409: {"description": "run adjudicated"},
+        "run, 409 once the run is adjudicated under that taxonomy version. "
+        "Optimistic concurrency: send the `version` you last read (0 when you read none); if the stored "
+        "annotation has changed since, the answer is 409 `{detail, current}` with the stored annotation and "
+        "nothing is written (reload, or resend with `current.version` to overwrite). The change is committed "
+        "before the answer is sent."),
+    responses={404: {"description": "unknown run"},
+               409: {"description": "run adjudicated (`detail` only), or changed elsewhere: `current` holds "
+                                    "the stored annotation", "model": StaleAnnotation},
                422: {"description": "bad input; `detail` names the field"}},
 )
-def save(body: AnnotationIn, session: SessionDep, user: ApiUser) -> dict[str, Any]:
+def save(body: AnnotationIn, session: SessionDep, user: ApiUser) -> Any:
+    begin_write(session)
     try:
         tax = service.resolve_taxonomy(session, body.taxonomy)
         run = service.get_run_or_error(session, body.run_id)
         ann = service.save_annotation(session, user, run, tax, body.labels, no_failure=body.no_failure,
-                                      status=body.status, time_ms=body.time_ms, note=body.note)
+                                      status=body.status, time_ms=body.time_ms, note=body.note,
+                                      version=body.version)
+    except service.StaleVersionError as exc:
+        current = service.annotations_to_api(session, [exc.current])[0] if exc.current is not None else None
+        session.rollback()
+        return JSONResponse({"detail": str(exc), "current": current}, status_code=409)
     except SERVICE_ERRORS as exc:
         raise http_error(exc) from None
     return service.annotations_to_api(session, [ann])[0]
@@ -125,7 +139,7 @@ def _import_labels(engine, path, filename: str, content_type: str) -> dict[str, 
     from app.annotations.labels_import import import_labels
 
     data = path.read_bytes()
-    with Session(engine) as session:
+    with write_session(engine) as session:  # SQLite: BEGIN IMMEDIATE (waits its turn, no stale-snapshot failure)
         summary = import_labels(session, data, filename, content_type)
         session.commit()
     return summary.to_dict()

@@ -6,11 +6,11 @@ from typing import Annotated
 
 from fastapi import Depends, HTTPException, Request, status
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
-from sqlalchemy.exc import DataError
+from sqlalchemy.exc import DataError, IntegrityError, OperationalError
 from sqlmodel import Session
 
 from app.auth.models import User
-from app.auth.service import user_for_token
+from app.auth.service import stamp_token_uses, user_for_token
 from app.core.db import session_scope
 from app.web.csrf import SAFE_METHODS, check_csrf
 
@@ -21,15 +21,29 @@ bearer = HTTPBearer(auto_error=False, description="API token from `a2annotate to
 
 
 def get_session(request: Request) -> Iterator[Session]:
-    """A session per request; committed when the handler returns without error.
+    """A session per request, committed when the handler returns without error and BEFORE the
+    response is sent (the dependency has `scope="function"`), so a client that got 200 reads its
+    change back on any connection, and a commit that fails answers an error instead of a 200.
 
-    A value the database cannot hold or compare (a NUL character in a text on PostgreSQL, an
-    integer beyond the column's range) answers 422 with the reason instead of a server error."""
+    A route that writes calls `app.core.db.begin_write(session)` first: on SQLite its writing
+    transaction then takes the write lock when it begins (BEGIN IMMEDIATE) and waits its turn
+    behind an import instead of failing with "database is locked". A value the database cannot hold or compare (a NUL character in a
+    text on PostgreSQL, an integer beyond the column's range) answers 422 with the reason instead
+    of a server error; a commit refused for a conflict or a busy database answers 503."""
+    session = None
     try:
-        with session_scope(request.app.state.engine) as session:
+        with session_scope(request.app.state.engine, expire_on_commit=False) as session:
             yield session
     except (DataError, OverflowError) as exc:
         raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, invalid_value_detail(exc)) from None
+    except (OperationalError, IntegrityError) as exc:
+        text = str(getattr(exc, "orig", None) or exc).strip().splitlines()[0]
+        raise HTTPException(status.HTTP_503_SERVICE_UNAVAILABLE,
+                            f"not saved: the database refused the change ({text}); try again",
+                            headers={"Retry-After": "1"}) from None
+    finally:
+        if session is not None:
+            stamp_token_uses(session)
 
 
 def invalid_value_detail(exc: BaseException) -> str:
@@ -45,7 +59,7 @@ def invalid_value_detail(exc: BaseException) -> str:
     return f"invalid value: {first}"
 
 
-SessionDep = Annotated[Session, Depends(get_session)]
+SessionDep = Annotated[Session, Depends(get_session, scope="function")]
 
 
 def current_api_user(
@@ -58,12 +72,13 @@ def current_api_user(
         user = user_for_token(session, creds.credentials)
         if user is not None:
             return user
-        raise HTTPException(status.HTTP_401_UNAUTHORIZED, "invalid or revoked API token",
+        raise HTTPException(status.HTTP_401_UNAUTHORIZED, "invalid, revoked or expired API token",
                             headers={"WWW-Authenticate": "Bearer"})
-    uid = request.session.get("uid") if "session" in request.scope else None
-    if uid is not None:
-        user = session.get(User, uid)
-        if user is not None and user.is_active:
+    if "session" in request.scope and request.session.get("uid") is not None:
+        from app.auth.sessions import session_user
+
+        user = session_user(request, session)
+        if user is not None:
             if request.method not in SAFE_METHODS:  # cookie auth: unsafe requests need the CSRF header
                 check_csrf(request, request.headers.get("x-csrf-token"))
             return user

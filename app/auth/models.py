@@ -20,6 +20,9 @@ class User(SQLModel, table=True):
     password_hash: str | None = Field(default=None, max_length=300)
     is_active: bool = True
     created_at: datetime = Field(default_factory=utcnow)
+    #: sessions carry the generation they were issued under; bumping it (logout, password reset,
+    #: role change) ends every session of the user
+    session_generation: int = Field(default=0, sa_column_kwargs={"server_default": "0"})
 
 
 class ApiToken(SQLModel, table=True):
@@ -33,3 +36,6 @@ class ApiToken(SQLModel, table=True):
     created_at: datetime = Field(default_factory=utcnow)
     last_used_at: datetime | None = None
     revoked: bool = False
+    #: when the token stops working (None: never)
+    expires_at: datetime | None = None
+    revoked_at: datetime | None = None

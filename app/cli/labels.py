@@ -22,16 +22,15 @@ def import_labels(paths: tuple[str, ...]) -> None:
     file, line and field. Re-importing replaces the earlier import (idempotent). Ends with
     `imported N annotations, rejected K`; exits 1 when anything was rejected.
     """
-    from sqlmodel import Session
-
     from app.annotations.labels_import import LabelImportSummary
     from app.annotations.labels_import import import_labels as run_import
+    from app.core.db import write_session
 
     total = LabelImportSummary()
     engine = checked_engine()
     for path in paths:
         data = Path(path).read_bytes()
-        with Session(engine) as session:
+        with write_session(engine) as session:  # SQLite: BEGIN IMMEDIATE (see app.core.db)
             summary = run_import(session, data, path)
             session.commit()
         total.imported += summary.imported

@@ -1,12 +1,50 @@
 """`a2annotate serve`."""
 from __future__ import annotations
 
+import ipaddress
 import socket
 import sys
 
 import click
 
 from app.cli.common import checked_engine, one_line_errors
+from app.core.config import Settings, get_settings
+
+#: SECRET_KEY values from examples, compose files and habits: anyone could sign a session with them
+KNOWN_WEAK_SECRETS = {"change-me", "changeme", "change_me", "changethis", "secret", "secret-key", "secret_key",
+                      "dev", "development", "test", "testing", "password", "please-change-me", "your-secret-key",
+                      "insecure", "default", "a2annotate", "admin", "key", "12345", "123456"}
+#: shortest SECRET_KEY accepted when serving beyond loopback
+MIN_SECRET_LENGTH = 16
+
+
+def is_loopback(host: str) -> bool:
+    if host.strip().lower() in ("localhost", "localhost.localdomain"):
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def check_secret_key(host: str, settings: Settings) -> None:
+    """Refuse (one-line ClickException) to serve beyond loopback without a SECRET_KEY of one's
+    own: a missing one (then it changes per process), a known one or a short one would let
+    anyone who knows it sign an admin session cookie."""
+    if is_loopback(host):
+        return
+    key = settings.secret_key or ""
+    if "secret_key" not in settings.model_fields_set:
+        problem = "SECRET_KEY is not set"
+    elif key.strip().lower() in KNOWN_WEAK_SECRETS:
+        problem = f"SECRET_KEY is a well-known value ({key!r})"
+    elif len(key) < MIN_SECRET_LENGTH:
+        problem = f"SECRET_KEY is shorter than {MIN_SECRET_LENGTH} characters"
+    else:
+        return
+    raise click.ClickException(
+        f"refusing to serve on {host}: {problem}; set it to a long random value, e.g. "
+        "SECRET_KEY=$(python -c 'import secrets; print(secrets.token_urlsafe(32))')")
 
 
 def bind_listen(host: str, port: int) -> socket.socket:
@@ -57,7 +95,8 @@ def base_url(host: str, port: int) -> str:
 @one_line_errors
 def serve(host: str, port: int, limit_concurrency: int = 100, timeout_keep_alive: int = 5,
           timeout_graceful_shutdown: int = 30) -> None:
-    """Run the web app (refuses to start on an out-of-date schema or a port already in use).
+    """Run the web app (refuses to start on an out-of-date schema, a port already in use, or,
+    bound beyond loopback, without a SECRET_KEY of its own).
 
     Prints the address it listens on and its login page, with the port actually bound.
     Slow clients: idle keep-alive connections close after --timeout-keep-alive seconds, an
@@ -68,6 +107,7 @@ def serve(host: str, port: int, limit_concurrency: int = 100, timeout_keep_alive
 
     from app.main import create_app
 
+    check_secret_key(host, get_settings())
     app = create_app(checked_engine())
     sock = bind_listen(host, port)
     url = base_url(host, sock.getsockname()[1])

@@ -20,8 +20,28 @@ class Settings(BaseSettings):
     database_url: str = "sqlite:///./a2annotate.db"
     #: Signs session cookies and CSRF tokens. Set it in production; the default changes per process.
     secret_key: str = secrets.token_urlsafe(32)
-    #: Session cookie lifetime in seconds.
+    #: Session lifetime in seconds (absolute: counted from the login, however active the session).
     session_max_age: int = 14 * 24 * 3600
+    #: A session unused for this many seconds ends (idle lifetime).
+    session_idle_timeout: int = 24 * 3600
+    #: Days an API token works for (`a2annotate tokens create --expires-days` overrides; 0: no expiry).
+    token_expiry_days: int = 90
+    #: Failed logins allowed per account within `login_window_seconds` before 429 (Retry-After).
+    login_max_failures_per_account: int = 5
+    #: Failed logins allowed per client address within `login_window_seconds` before 429.
+    login_max_failures_per_address: int = 20
+    #: The sliding window of the login throttle, in seconds.
+    login_window_seconds: int = 15 * 60
+    #: Password hashes (argon2, 64 MiB each) computed at once; further logins wait their turn.
+    max_concurrent_password_hashes: int = 2
+    #: Logins allowed to wait for a hashing slot; beyond that the login answers 503 (Retry-After).
+    max_waiting_logins: int = 32
+    #: SQLite: how long a writer waits for the write lock before "database is locked", in ms.
+    sqlite_busy_timeout_ms: int = 30_000
+    #: SQLite: longest time an import holds the write lock before committing, in ms.
+    sqlite_max_write_ms: int = 250
+    #: SQLite: pause after each such commit so waiting writers (annotators) get the lock, in ms.
+    sqlite_writer_yield_ms: int = 40
     #: Mark the session cookie Secure (serve over HTTPS).
     cookie_secure: bool = False
     #: Largest accepted upload (POST /api/v1/imports, /api/v1/annotations/import), in bytes; counted

@@ -1,6 +1,20 @@
-"""Engine and session helpers. Services take a `Session`; nothing else here knows about the web."""
+"""Engine and session helpers. Services take a `Session`; nothing else here knows about the web.
+
+SQLite is set up for several writers at once (an import and annotators saving):
+
+* WAL journal, so readers never wait for a writer and a writer never waits for readers;
+* a busy timeout (`SQLITE_BUSY_TIMEOUT_MS`), so a writer waits for the write lock instead of
+  failing at once with "database is locked";
+* transactions are begun by SQLAlchemy (pysqlite's own implicit BEGIN is switched off, the
+  documented recipe), deferred by default. A transaction that will write can ask for
+  ``BEGIN IMMEDIATE`` with ``write_session(engine)`` / ``session_scope(engine, write=True)``:
+  it takes the write lock first, waiting out the busy timeout, instead of reading first and then
+  failing with SQLITE_BUSY_SNAPSHOT ("database is locked") when another writer committed in
+  between, which no busy timeout can cure.
+"""
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from functools import lru_cache
@@ -11,22 +25,64 @@ from sqlmodel import Session, create_engine
 
 from app.core.config import get_settings
 
+#: execution option asking SQLite for BEGIN IMMEDIATE (write lock at the start of the transaction)
+SQLITE_BEGIN = "a2a_sqlite_begin"
+
 
 def make_engine(url: str) -> Engine:
-    """Create an engine for `url`; SQLite gets foreign keys on and a friendly busy timeout."""
+    """Create an engine for `url`; SQLite gets foreign keys on, WAL, a busy timeout and
+    SQLAlchemy-controlled transactions (see the module docstring)."""
     if url.startswith("sqlite"):
-        engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 30})
+        busy_ms = get_settings().sqlite_busy_timeout_ms
+        engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": busy_ms / 1000})
 
         @event.listens_for(engine, "connect")
         def _sqlite_pragmas(dbapi_conn, _record):  # pragma: no cover - trivial
+            dbapi_conn.isolation_level = None  # no implicit BEGIN: SQLAlchemy emits it (below)
             cur = dbapi_conn.cursor()
             cur.execute("PRAGMA foreign_keys=ON")
             cur.execute("PRAGMA journal_mode=WAL")
             cur.execute("PRAGMA synchronous=NORMAL")
+            cur.execute(f"PRAGMA busy_timeout={int(busy_ms)}")
             cur.close()
+
+        @event.listens_for(engine, "begin")
+        def _sqlite_begin(conn):  # pragma: no cover - trivial
+            mode = conn.get_execution_options().get(SQLITE_BEGIN)
+            conn.exec_driver_sql("BEGIN IMMEDIATE" if mode == "immediate" else "BEGIN")
 
         return engine
     return create_engine(url, pool_pre_ping=True)
+
+
+def write_bind(engine: Engine) -> Engine:
+    """`engine` (sharing its pool) whose transactions take SQLite's write lock when they begin
+    (BEGIN IMMEDIATE); the same engine on other databases."""
+    if engine.dialect.name != "sqlite":
+        return engine
+    return engine.execution_options(**{SQLITE_BEGIN: "immediate"})
+
+
+def write_session(engine: Engine, **kwargs) -> Session:
+    """A Session for a unit of work that writes (see `write_bind`)."""
+    return Session(write_bind(engine), **kwargs)
+
+
+def begin_write(session: Session) -> None:
+    """Start the write part of a request: on SQLite, end the session's read transaction (nothing
+    written yet; loaded objects stay usable when the session does not expire on commit) and begin
+    a new one with BEGIN IMMEDIATE, so the reads that validate the change and the change itself
+    see one state and the write lock is waited for (busy timeout) instead of failing. A no-op on
+    other databases and when the session has already written."""
+    bind = session.get_bind()
+    if bind.dialect.name != "sqlite" or session.new or session.dirty or session.deleted:
+        return
+    if session.in_transaction():
+        conn = session.connection()
+        if conn.get_execution_options().get(SQLITE_BEGIN) == "immediate":
+            return
+        session.commit()
+    session.connection(execution_options={SQLITE_BEGIN: "immediate"})
 
 
 @lru_cache
@@ -35,12 +91,39 @@ def get_engine() -> Engine:
 
 
 @contextmanager
-def session_scope(engine: Engine | None = None) -> Iterator[Session]:
-    """A session that commits on success and rolls back on error."""
-    with Session(engine or get_engine()) as session:
+def session_scope(engine: Engine | None = None, *, write: bool = False, **kwargs) -> Iterator[Session]:
+    """A session that commits on success and rolls back on error (`write=True`: see `write_bind`)."""
+    engine = engine or get_engine()
+    with Session(write_bind(engine) if write else engine, **kwargs) as session:
         try:
             yield session
             session.commit()
         except Exception:
             session.rollback()
             raise
+
+
+class TransactionClock:
+    """Tells a long writer (an import) when to commit so that, on SQLite, the write lock is held
+    for at most `max_ms` at a time and other writers (annotators saving) get their turn:
+    `due()` is true once the current transaction is older than `max_ms`; `pause()` (after a
+    commit) sleeps `yield_ms` so a writer waiting in SQLite's busy handler can take the lock.
+    On other databases (row locks, no database-wide write lock) `due()` is always false."""
+
+    def __init__(self, engine: Engine, max_ms: int | None = None, yield_ms: int | None = None):
+        s = get_settings()
+        self.enabled = engine.dialect.name == "sqlite"
+        self.max_s = (s.sqlite_max_write_ms if max_ms is None else max_ms) / 1000
+        self.yield_s = (s.sqlite_writer_yield_ms if yield_ms is None else yield_ms) / 1000
+        self.started = time.monotonic()
+
+    def due(self) -> bool:
+        return self.enabled and time.monotonic() - self.started >= self.max_s
+
+    def restart(self) -> None:
+        self.started = time.monotonic()
+
+    def pause(self) -> None:
+        if self.enabled and self.yield_s > 0:
+            time.sleep(self.yield_s)
+        self.restart()

@@ -18,6 +18,7 @@ from sqlalchemy import JSON, delete, insert
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, select
 
+from app.core.db import TransactionClock, write_session
 from app.ingest.canonical import RunFormatError, canonical_json
 from app.ingest.limits import storage_problem
 from app.runs.models import Agent, Audit, Check, Event, Principal, Run, Scenario
@@ -187,7 +188,8 @@ def load_items(engine: Engine, items: Iterable[Any], *, replace: bool = False, b
     summary = ImportSummary()
     scenario_cache: dict[str, dict] = {}
     cache: dict = {}
-    session = Session(engine)
+    session = write_session(engine)  # SQLite: BEGIN IMMEDIATE (see app.core.db)
+    clock = TransactionClock(engine)  # SQLite: hold the write lock briefly, then let annotators in
     pending = 0
     try:
         for item in items:
@@ -238,9 +240,10 @@ def load_items(engine: Engine, items: Iterable[Any], *, replace: bool = False, b
             summary.warnings.extend(warnings)
             for f in getattr(item, "unused_files", None) or []:
                 summary.unused_files.append(f)
-            if pending >= batch_size:
+            if pending >= batch_size or (pending and clock.due()):
                 session.commit()
                 pending = 0
+                clock.pause()
             if progress is not None:
                 progress(summary)
         session.commit()

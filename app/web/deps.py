@@ -16,9 +16,11 @@ class LoginRequired(Exception):
 
 
 def page_user(request: Request, session: SessionDep) -> User:
-    uid = request.session.get("uid")
-    user = session.get(User, uid) if uid is not None else None
-    if user is None or not user.is_active or user.kind != "human":
+    """The logged-in user (see app.auth.sessions: generation, absolute and idle lifetimes)."""
+    from app.auth.sessions import session_user
+
+    user = session_user(request, session)
+    if user is None or user.kind != "human":
         request.session.pop("uid", None)
         raise LoginRequired(quote(str(request.url.path) + ("?" + request.url.query if request.url.query else "")))
     request.state.user = user

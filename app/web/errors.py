@@ -78,8 +78,10 @@ def _current_user(request: Request) -> SimpleNamespace | None:
 
     try:
         with Session(request.app.state.engine) as s:
+            from app.auth.sessions import session_problem
+
             found = s.get(User, uid)
-            if found is not None and found.is_active and found.kind == "human":
+            if found is not None and found.kind == "human" and session_problem(request, found) is None:
                 return SimpleNamespace(id=found.id, username=found.username, role=found.role)
     except Exception:  # the error page must not fail because the database did
         log.exception("could not load the user for an error page")

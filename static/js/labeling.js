@@ -3,7 +3,8 @@
  * Talks to the JSON API with the session cookie and the X-CSRF-Token header:
  *   GET  /api/v1/annotations/mine?run_id=&taxonomy=   the caller's annotation (404: none yet); only
  *                                                     when the page did not embed it (cfg.mine)
- *   POST /api/v1/annotations                          save a draft (autosave) or submit
+ *   POST /api/v1/annotations                          save a draft (autosave) or submit, with the
+ *                                                     `version` last seen (409 + current: changed elsewhere)
  *   GET  /api/v1/queue/next                           {"run_id"} of the next run (404: queue empty)
  *   GET  /login                                       its <meta name="csrf-token">: the session's current
  *                                                     token after a 403 naming CSRF (one retry)
@@ -312,6 +313,53 @@
           return send(method, url, body, keepalive);
         }, function () { return r; });
     });
+  }
+
+  // ---------------------------------------------------------------- changed elsewhere (optimistic concurrency)
+  /* Every save sends the annotation `version` this page last saw (0: none yet); the server answers
+     409 {detail, current} when the stored annotation changed since (another tab, another device),
+     and writes nothing. The panel then says so and offers: Reload (take the stored version) or
+     Overwrite (save this page's labels over it). Self-contained: it wraps api() and
+     showServerError() instead of editing them. */
+  state.version = cfg.mine && typeof cfg.mine.version === "number" ? cfg.mine.version : 0;
+  var lastSaveStatus = "draft";
+  var apiBeforeVersions = api;
+  api = function (method, url, body, keepalive) {
+    var isAnnotation = url.indexOf("/api/v1/annotations") === 0;
+    if (isAnnotation && method === "POST" && body) {
+      body.version = state.version;
+      lastSaveStatus = body.status || "draft";
+    }
+    return apiBeforeVersions(method, url, body, keepalive).then(function (r) {
+      if (isAnnotation && r.ok && r.body && typeof r.body.version === "number") state.version = r.body.version;
+      return r;
+    });
+  };
+  var showServerErrorBeforeVersions = showServerError;
+  showServerError = function (status, body) {
+    if (status === 409 && body && "current" in body) { changedElsewhere(body.current); return; }
+    showServerErrorBeforeVersions(status, body);
+  };
+  function changedElsewhere(current) {
+    clearCardErrors();
+    var when = current && current.updated_at ? " (saved " + new Date(current.updated_at).toLocaleString() + ")" : "";
+    showErrors(["Changed elsewhere: this annotation was saved from another tab or device" + when +
+                " after this page loaded. Your changes on this page are NOT saved."]);
+    var reload = el("button", { type: "button", "class": "btn-conflict-reload" }, "Reload the saved version");
+    var overwrite = el("button", { type: "button", "class": "btn-conflict-overwrite" }, "Overwrite it with this page");
+    reload.addEventListener("click", function () {
+      state.dirty = false;  // leaving: do not autosave this page's (stale) labels on pagehide
+      window.location.reload();
+    });
+    overwrite.addEventListener("click", function () {
+      state.version = current && typeof current.version === "number" ? current.version : 0;
+      showErrors(null);
+      if (lastSaveStatus === "submitted") submit();
+      else { state.dirty = true; saveDraft(); }
+    });
+    $errors.appendChild(reload);
+    $errors.appendChild(overwrite);
+    setSave("not saved: changed elsewhere", "bad");
   }
 
   var sentIdx = [];  // card index of each label in the last payload (server errors name labels[i])

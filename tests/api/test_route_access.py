@@ -118,6 +118,9 @@ ROUTES: dict[tuple[str, str], Case] = {
     ("POST", "/admin/users/{user_id}/role"): Case("/admin/users/{spare}/role", ADMIN, ok=303, send={
         "data": {"role": "annotator"}}),
     ("POST", "/admin/reveal"): Case("/admin/reveal", ADMIN, ok=303, send={"data": {"revealed": "false"}}),
+    ("POST", "/admin/users/{user_id}/sessions"): Case("/admin/users/{spare}/sessions", ADMIN, ok=303),
+    ("GET", "/admin/tokens"): Case("/admin/tokens", ADMIN),
+    ("POST", "/admin/tokens/{token_id}/revoke"): Case("/admin/tokens/999999/revoke", ADMIN, ok=303),
     ("GET", "/admin/assignments"): Case("/admin/assignments", ADMIN),
     ("POST", "/admin/assignments"): Case("/admin/assignments", ADMIN, send={
         "data": {"annotators": ["ann"], "k": "1", "seed": "2"}}),
