@@ -294,7 +294,13 @@ def mode_sets(mx: LabelMatrices) -> CodedRatings:
     present = flat[~missing] == 1
     codes = np.full(n_u * n_a, -1, dtype=np.int64)
     if present.shape[0]:
-        rows, inverse = np.unique(present, axis=0, return_inverse=True)
+        if n_m <= 62:  # a bitmask per cell (first mode most significant: np.unique's row order)
+            bits = np.left_shift(np.int64(1), np.arange(n_m - 1, -1, -1, dtype=np.int64))
+            keys = present.astype(np.int64) @ bits
+            _, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
+            rows = present[first]
+        else:
+            rows, inverse = np.unique(present, axis=0, return_inverse=True)
         codes[~missing] = np.asarray(inverse).reshape(-1)
         domain = tuple(frozenset(mx.modes[j] for j in np.nonzero(r)[0]) for r in rows)
     else:
