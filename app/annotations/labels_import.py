@@ -113,6 +113,16 @@ def _check_columns(cols: list[str], filename: str, where: str) -> None:
                              f"(columns: {', '.join(COLUMNS)})")
 
 
+def unneutralise_formula(value: str) -> str:
+    """Undoes the exports' CSV formula neutralisation (app.exports.arrow.neutralise_formula): a
+    cell of ``'``s followed by ``=``, ``+``, ``-``, ``@``, a tab or a carriage return loses one ``'``."""
+    if value.startswith("'"):
+        rest = value.lstrip("'")
+        if rest[:1] in ("=", "+", "-", "@", "\t", "\r"):
+            return value[1:]
+    return value
+
+
 def _read_csv(text: str, filename: str) -> tuple[list[_Row], list[dict[str, str]]]:
     reader = csv.DictReader(io.StringIO(text, newline=""))
     header = [h.strip() for h in (reader.fieldnames or [])]
@@ -129,7 +139,8 @@ def _read_csv(text: str, filename: str) -> tuple[list[_Row], list[dict[str, str]
         if None in rec:
             errors.append(_err(filename, line, None, f"{len(header) + len(rec[None])} fields, header has {len(header)}"))
             continue
-        values = {k: (v.strip() if isinstance(v, str) else v) for k, v in rec.items() if k}
+        values = {k: (unneutralise_formula(v.strip()).strip() if isinstance(v, str) else v)
+                  for k, v in rec.items() if k}
         if not any(values.values()):
             continue  # blank line
         rows.append(_Row(line, values))

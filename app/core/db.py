@@ -1,6 +1,7 @@
 """Engine and session helpers. Services take a `Session`; nothing else here knows about the web."""
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from contextlib import contextmanager
 from functools import lru_cache
@@ -12,10 +13,17 @@ from sqlmodel import Session, create_engine
 from app.core.config import get_settings
 
 
+def json_dumps(value) -> str:
+    """How JSON columns are written: compact, non-ASCII kept (the text the exports write, so
+    they can pass it through without decoding; see app.exports.arrow)."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
 def make_engine(url: str) -> Engine:
     """Create an engine for `url`; SQLite gets foreign keys on and a friendly busy timeout."""
     if url.startswith("sqlite"):
-        engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 30})
+        engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 30},
+                               json_serializer=json_dumps)
 
         @event.listens_for(engine, "connect")
         def _sqlite_pragmas(dbapi_conn, _record):  # pragma: no cover - trivial
@@ -26,7 +34,7 @@ def make_engine(url: str) -> Engine:
             cur.close()
 
         return engine
-    return create_engine(url, pool_pre_ping=True)
+    return create_engine(url, pool_pre_ping=True, json_serializer=json_dumps)
 
 
 @lru_cache

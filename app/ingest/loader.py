@@ -9,7 +9,6 @@ run's content in place (annotations on it are kept).
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -18,6 +17,7 @@ from sqlalchemy import JSON, delete, insert
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, select
 
+from app.core.db import json_dumps
 from app.ingest.canonical import RunFormatError, canonical_json
 from app.ingest.limits import storage_problem
 from app.runs.models import Agent, Audit, Event, Principal, Run, Scenario
@@ -109,7 +109,7 @@ def _copy_rows(conn, table, rows: list[dict[str, Any]]) -> None:
     with raw.cursor() as cur:
         with cur.copy(f'COPY "{table.name}" ({", ".join(cols)}) FROM STDIN') as cp:
             for r in rows:
-                cp.write_row([json.dumps(r[c], ensure_ascii=False) if j and r[c] is not None else r[c]
+                cp.write_row([json_dumps(r[c]) if j and r[c] is not None else r[c]
                               for c, j in zip(cols, is_json)])
 
 
