@@ -378,7 +378,7 @@ def render_markdown() -> str:
         "",
         ("Every table can be exported with `a2annotate export --format csv|parquet|jsonl --out DIR "
         "[--tables ...]` (one file per table, `<table>.<format>`) or `GET /api/v1/exports/{table}.{format}` "
-        "(streamed). Rows are read from the database in chunks (5,000 rows; 1,000 for events, whose rows "
+        "(streamed). Rows are read from the database in chunks (5,000 rows; 4,000 for events, whose rows "
         "carry payloads) by keyset pagination on the primary key, and written as they come: CSV "
         "and JSON Lines line by line, Parquet one row group per chunk into a buffer that is sent and "
         "emptied after every row group (no temporary file, no whole file in memory). Report tables are "

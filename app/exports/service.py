@@ -50,7 +50,7 @@ __all__ = [
 
 CHUNK_SIZE = 5000
 #: events carry payloads (tool arguments, artifact bodies): a smaller chunk keeps memory flat
-EVENT_CHUNK_SIZE = 1000
+EVENT_CHUNK_SIZE = 4000
 MEDIA_TYPES = {"csv": "text/csv; charset=utf-8", "parquet": "application/vnd.apache.parquet",
                "jsonl": "application/x-ndjson"}
 _CANONICAL_RUNS_PER_CHUNK = 100
