@@ -1,8 +1,8 @@
 """Column-wise (Arrow) export of the plain tables: events, principals, agents, audits, scenarios.
 
-The rows come from the database in keyset chunks as before, but each chunk becomes one Arrow
-table at once (one ``pa.array`` per column) and is written without touching single cells in
-Python:
+The rows come from one query read chunk by chunk (``fetchmany`` on the driver's cursor; a
+server-side cursor on PostgreSQL), and each chunk becomes one Arrow table at once (one
+``pa.array`` per column) that is written without touching single cells in Python:
 
 * JSON columns are read as the text the database holds (``CAST(col AS TEXT)``), never decoded.
   The app stores JSON compactly (:func:`app.core.db.json_dumps`), which is exactly the export's
@@ -62,7 +62,7 @@ def _jtext(col) -> Any:
 
 
 def _specs() -> dict[str, tuple[Any, Any, list[str | None]]]:
-    """table -> (select statement whose first column is the keyset id, id column, JSON kind of
+    """table -> (select statement whose first column is the row id, id column, JSON kind of
     every exported column (None for a plain column))."""
     return {
         "scenarios": (
@@ -101,9 +101,10 @@ def _export_json(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False, default=str)
 
 
-def _json_array(values: list, kind: str) -> pa.Array:
+def _json_array(arr: pa.Array, kind: str) -> pa.Array:
     """JSON text as exported: compact, non-ASCII as is; nulls / defaults as the kind says."""
-    arr = pa.array(values, type=pa.string())
+    if isinstance(arr, pa.ChunkedArray):
+        arr = arr.combine_chunks()
     if kind != "value":
         falsy = pc.or_kleene(pc.is_null(arr), pc.is_in(arr, value_set=_FALSY_JSON))
         arr = pc.if_else(falsy, pa.scalar(kind), arr)
@@ -111,10 +112,9 @@ def _json_array(values: list, kind: str) -> pa.Array:
         arr = pc.if_else(pc.equal(arr, "null"), pa.scalar(None, pa.string()), arr)
     fix = pc.fill_null(pc.match_substring_regex(arr, _NEEDS_REENCODE), False)
     if pc.any(fix).as_py():
-        idx = pc.indices_nonzero(fix).to_pylist()
         new = []
-        for i in idx:
-            v = json.loads(values[i])
+        for text in pc.filter(arr, fix).to_pylist():
+            v = json.loads(text)
             if kind != "value" and not v:
                 v = json.loads(kind)
             new.append(_export_json(v))
@@ -122,32 +122,54 @@ def _json_array(values: list, kind: str) -> pa.Array:
     return arr
 
 
+def _to_table(columns: list, kinds: list[str | None], names: list[str], types: list[pa.DataType]) -> pa.Table:
+    """One chunk (the columns after the row id, as Python sequences or Arrow arrays) as the
+    export's Arrow table."""
+    arrays = []
+    for values, kind, type_ in zip(columns, kinds, types):
+        if kind is not None:
+            arrays.append(_json_array(values if isinstance(values, (pa.Array, pa.ChunkedArray))
+                                      else pa.array(values, type=pa.string()), kind))
+        elif isinstance(values, (pa.Array, pa.ChunkedArray)):
+            arrays.append(values.cast(type_) if values.type != type_ else values)
+        elif type_ == pa.bool_():  # SQLite hands booleans over as 0 / 1
+            arrays.append(pa.array([None if v is None else bool(v) for v in values], type=type_))
+        else:
+            arrays.append(pa.array(values, type=type_))
+    return pa.Table.from_arrays(arrays, names=names)
+
+
 def arrow_chunks(session: Session, spec: TableSpec, chunk_size: int) -> Iterator[pa.Table]:
-    """Yields the table's rows in keyset chunks of ``chunk_size``, each an Arrow table with the
-    export's columns: plain columns in their Arrow types, JSON and list columns as export JSON text."""
+    """Yields the table's rows in chunks of ``chunk_size`` (in id order), each an Arrow table
+    with the export's columns: plain columns in their Arrow types, JSON and list columns as
+    export JSON text.
+
+    One query, read with ``fetchmany`` on the driver's own cursor (a server-side cursor on
+    PostgreSQL, so the client holds one chunk at a time), skipping SQLAlchemy's row objects."""
     stmt, id_col, kinds = _specs()[spec.name]
     names = spec.fixed_names
     types = [ARROW_TYPES[spec.column(c).type] for c in names]
-    last = None
-    while True:
-        q = stmt if last is None else stmt.where(id_col > last)
-        rows = session.execute(q.order_by(id_col).limit(chunk_size)).all()
-        if not rows:
-            return
-        last, full = rows[-1][0], len(rows) == chunk_size
-        cols = list(zip(*rows))
-        del rows
-        arrays = []
-        for values, kind, type_ in zip(cols[1:], kinds, types):
-            if kind is None:
-                arrays.append(pa.array(values, type=type_))
-            else:
-                arrays.append(_json_array(list(values), kind))
-        del cols
-        yield pa.Table.from_arrays(arrays, names=names)
-        del arrays
-        if not full:
-            return
+    conn = session.connection()
+    sql = str(stmt.order_by(id_col).compile(dialect=conn.dialect, compile_kwargs={"literal_binds": True}))
+    raw = conn.connection.driver_connection
+    if conn.dialect.name == "postgresql":
+        cur = raw.cursor(name=f"a2annotate_export_{spec.name}")
+    else:
+        cur = raw.cursor()
+    try:
+        cur.execute(sql)
+        while True:
+            rows = cur.fetchmany(chunk_size)
+            if not rows:
+                return
+            cols = list(zip(*rows))
+            del rows
+            table = _to_table(cols[1:], kinds, names, types)
+            del cols
+            yield table
+            del table
+    finally:
+        cur.close()
 
 
 # --------------------------------------------------------------------------------------------

@@ -383,8 +383,9 @@ def render_markdown() -> str:
         "and JSON Lines line by line, Parquet one row group per chunk into a buffer that is sent and "
         "emptied after every row group (no temporary file, no whole file in memory). Report tables are "
         "computed in memory first (they are small aggregates). CSV and Parquet of `scenarios`, `principals`, "
-        "`agents`, `events` and `audits` are built column-wise with Arrow, one chunk at a time, and JSON "
-        "values go out as the compact text the database holds, without being decoded."),
+        "`agents`, `events` and `audits` are read with one query, chunk by chunk (a server-side cursor on "
+        "PostgreSQL), and built column-wise with Arrow; their JSON values go out as the compact text the "
+        "database holds, without being decoded."),
         "",
         "## Types",
         "",
