@@ -46,7 +46,9 @@ def sync_audit_annotations(session: Session, run_row: Run, run: dict, tax_cache:
         taxes[tax.id] = tax
         groups.setdefault((audit["source"], tax.id), []).append(audit)
     audited_by = (run.get("metadata") or {}).get("audited_by") or []
-    default_tax = latest(session, "a2-failures")
+    if "default_tax" not in tax_cache:  # looked up (and its JSON decoded) once per import, not per run
+        tax_cache["default_tax"] = latest(session, "a2-failures")
+    default_tax = tax_cache["default_tax"]
     if default_tax is not None:
         taxes.setdefault(default_tax.id, default_tax)
         for source in audited_by if isinstance(audited_by, list) else []:

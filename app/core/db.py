@@ -16,6 +16,8 @@ from app.core.config import get_settings
 def json_dumps(value) -> str:
     """How JSON columns are written: compact, non-ASCII kept (the text the exports write, so
     they can pass it through without decoding; see app.exports.arrow)."""
+    if not value and isinstance(value, (dict, list)):  # the most common values, without the encoder
+        return "{}" if isinstance(value, dict) else "[]"
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
