@@ -11,15 +11,15 @@ from pathlib import Path
 from sqlalchemy import create_engine, text
 
 PG_ADMIN = os.environ.get("A2A_TEST_PG_ADMIN_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/postgres")
-#: repetitions per measurement (the median is reported); BENCH_REPEAT overrides
-REPEAT = int(os.environ.get("BENCH_REPEAT", "3"))
+#: repetitions per measurement (the median is reported); BENCH_REPEAT overrides (read per call)
+REPEAT = 3
 
 
 def median_time(fn: Callable[[], object], repeat: int | None = None, setup: Callable[[], object] | None = None
                 ) -> float:
     """The median wall time of ``fn()`` over ``repeat`` runs (``setup()`` before each, untimed)."""
     times = []
-    for _ in range(repeat or REPEAT):
+    for _ in range(repeat or int(os.environ.get("BENCH_REPEAT", REPEAT))):
         if setup is not None:
             setup()
         t = time.perf_counter()
