@@ -150,7 +150,7 @@ def _api_rows(n_runs: int) -> list[str]:
     return [
         row(f"`GET /api/v1/agreement` (n_boot=0), {size}, first request at a data version", f"{first:.2f} s",
             f"one `krippendorff.alpha` on the pooled matrix: {base:.3f} s", first / base, "within 10x"),
-        row(f"`GET /api/v1/agreement`, the same request again (cached per data version)", f"{cached:.3f} s",
+        row("`GET /api/v1/agreement`, the same request again (cached per data version)", f"{cached:.3f} s",
             f"one `krippendorff.alpha`: {base:.3f} s", cached / base, "cached", "yes (no recompute)"),
     ]
 

@@ -21,12 +21,12 @@ TABLES = ("run", "principal", "agent", "event", "audit")
 
 
 def _raw_rows(path: Path) -> tuple[dict[str, tuple[list[str], list[tuple]]], int]:
+    from sqlalchemy import JSON
+
     from app.core.db import json_dumps
     from app.ingest import iter_path
     from app.ingest.loader import _content_rows, _prepare
     from app.runs.models import Run
-
-    from sqlalchemy import JSON
 
     out: dict[str, tuple[list[str], list[tuple]]] = {}
     n_events = 0
@@ -157,7 +157,7 @@ def main(quick: bool = False) -> list[str]:
         scenarios = _scenarios(path)
         from app.ingest import iter_path
 
-        parse = median_time(lambda: sum(1 for _ in iter_path(str(path))))
+        parse = median_time(lambda p=path: sum(1 for _ in iter_path(str(p))))
         for backend in ("sqlite", "postgresql"):
             try:
                 ours, base, rs = _backend(backend, n, path, rows, scenarios, n_events)
