@@ -388,28 +388,34 @@ def masi_distance(a: frozenset | set, b: frozenset | set) -> float:
 
 
 def _set_distances(domain: tuple, distance: str) -> np.ndarray:
-    """Pairwise MASI or Jaccard distances between the sets in ``domain`` (vectorised)."""
+    """Pairwise MASI or Jaccard distances between the sets in ``domain`` (vectorised).
+
+    Intersections come from a 0/1 membership matrix product (exact small integers in float32),
+    computed a block of rows at a time so that only the (k, k) result is ever full size; the
+    divisions are done in float64 on those exact integers, as a full float64 product would."""
     k = len(domain)
     universe = {e: i for i, e in enumerate({e for s in domain for e in s})}
-    member = np.zeros((k, max(len(universe), 1)), dtype=np.float64)
+    member = np.zeros((k, max(len(universe), 1)), dtype=np.float32)
     for i, s in enumerate(domain):
         member[i, [universe[e] for e in s]] = 1.0
-    inter = member @ member.T
     size = member.sum(axis=1)
-    union = np.add.outer(size, size)
-    union -= inter
-    sim = np.divide(inter, union, out=np.ones((k, k)), where=union > 0)
-    del union
-    if distance == "jaccard":
-        np.subtract(1.0, sim, out=sim)
-        return sim
-    m = np.zeros((k, k))
-    m[inter > 0] = 1.0 / 3.0
-    m[inter == np.minimum.outer(size, size)] = 2.0 / 3.0
-    m[np.equal.outer(size, size) & (inter == size[:, None])] = 1.0
-    sim *= m
-    np.subtract(1.0, sim, out=sim)
-    return sim
+    out = np.empty((k, k))
+    step = 512
+    for lo in range(0, k, step):
+        hi = min(k, lo + step)
+        inter = member[lo:hi] @ member.T
+        union = np.add.outer(size[lo:hi], size)
+        union -= inter
+        sim = np.divide(inter.astype(np.float64), union.astype(np.float64), out=np.ones(inter.shape),
+                        where=union > 0)
+        if distance == "masi":
+            m = np.zeros(inter.shape)
+            m[inter > 0] = 1.0 / 3.0
+            m[inter == np.minimum.outer(size[lo:hi], size)] = 2.0 / 3.0
+            m[np.equal.outer(size[lo:hi], size) & (inter == size[lo:hi, None])] = 1.0
+            sim *= m
+        np.subtract(1.0, sim, out=out[lo:hi])
+    return out
 
 
 def _numeric_values(domain: tuple) -> np.ndarray:
