@@ -142,6 +142,8 @@ def _check_mode_labels(labels: pd.DataFrame, modes: list) -> None:
 
 
 def _as_set(x: Any) -> frozenset:
+    if type(x) is list and all(type(v) is int for v in x):  # the stored form: a list of seqs
+        return frozenset(x)
     if x is None or (isinstance(x, float) and math.isnan(x)):
         return frozenset()
     if isinstance(x, (str, bytes)) or not isinstance(x, Iterable):
