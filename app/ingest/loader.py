@@ -1,8 +1,10 @@
 """Store normalized canonical runs in the database.
 
-Each run is written inside its own SAVEPOINT, so a run that fails anywhere (a bad field, a value
-the database refuses) leaves no rows at all while the other runs of the batch still import.
-Runs are committed in batches of `batch_size`. Re-importing a run_id with the same content hash is
+Runs are stored and committed in batches of `batch_size`: the batch's new runs together inside one
+SAVEPOINT (one lookup of existing ids, one multi-row INSERT of the runs, one executemany / COPY per
+content table). If that fails, the batch is stored again run by run, each inside its own
+SAVEPOINT, so a run that fails anywhere (a bad field, a value the database refuses) leaves no rows
+at all while the other runs of the batch still import. Re-importing a run_id with the same content hash is
 counted as unchanged; different content is rejected unless `replace=True`, which rewrites the
 run's content in place (annotations on it are kept).
 """
