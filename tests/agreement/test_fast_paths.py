@@ -81,3 +81,17 @@ def test_own_alpha_point_equals_package(seed, level):
     ratings = random_ratings(seed + 500, 200, 4, (1, 2, 3, 5), 0.2)
     expected = krippendorff.alpha(reliability_data=to_float_matrix(ratings).T, level_of_measurement=level)
     assert compute("krippendorff_alpha", ratings, level=level, n_boot=0).value == pytest.approx(expected, abs=1e-12)
+
+
+@pytest.mark.parametrize("distance", ["masi", "jaccard"])
+def test_set_distance_matrix_equals_the_pairwise_functions(distance):
+    from app.agreement.coefficients import _set_distances, jaccard_distance, masi_distance
+
+    rng = np.random.default_rng(4)
+    domain = {frozenset()} | {frozenset(int(x) for x in np.nonzero(rng.random(8) < 0.3)[0]) for _ in range(700)}
+    domain = tuple(sorted(domain, key=lambda s: (len(s), sorted(s))))
+    fn = masi_distance if distance == "masi" else jaccard_distance
+    got = _set_distances(domain, distance)
+    want = np.array([[fn(a, b) for b in domain] for a in domain])
+    np.testing.assert_allclose(got, want, rtol=0, atol=1e-15)
+    assert got[0, 0] == 0.0 and (got[0, 1:] == 1.0).all()  # the empty set
