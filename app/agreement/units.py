@@ -364,7 +364,7 @@ def _check_coefficients(coefficients: Sequence[str]) -> list[str]:
     return out
 
 
-def _label_groups(labels: pd.DataFrame) -> dict[tuple, dict[Any, tuple[frozenset, frozenset]]]:
+def _label_groups(labels: pd.DataFrame) -> dict[tuple, dict[Any, tuple[set, set]]]:
     """(run_id, mode) -> annotator -> (agent set, evidence set), over the given labels."""
     out: dict[tuple, dict[Any, tuple[set, set]]] = {}
     has_agent = "agent" in labels.columns
@@ -380,8 +380,11 @@ def _label_groups(labels: pd.DataFrame) -> dict[tuple, dict[Any, tuple[frozenset
         agents_set, ev_set = out.setdefault((run, mode), {}).setdefault(ann, (set(), set()))
         if agent is not None and not (isinstance(agent, float) and math.isnan(agent)):
             agents_set.add(_plain(agent))
-        ev_set.update(_as_set(ev))
-    return {k: {a: (frozenset(s1), frozenset(s2)) for a, (s1, s2) in v.items()} for k, v in out.items()}
+        if type(ev) is list and all(type(v) is int for v in ev):  # the stored form
+            ev_set.update(ev)
+        else:
+            ev_set.update(_as_set(ev))
+    return out  # plain sets: compared and combined like frozensets, without copying them
 
 
 def _blame_and_evidence(labels: pd.DataFrame) -> tuple[dict[str, Any], dict[str, Any]]:
