@@ -683,18 +683,21 @@ def _build_units(
             "metrics": p["metrics"],
         }
 
+    # each run's and each principal's part once (a run has several principal and agent units)
+    run_parts = {run_id: run_part(run_id) for run_id in run_map}
+    principal_parts = {key: principal_part(key) for key in p_map}
     p_units = []
     for key in sorted(p_map):
         p_units.append(
-            {**run_part(key[0]), **principal_part(key), "modes": run_modes[key[0]], "cats": run_cats[key[0]]}
+            {**run_parts[key[0]], **principal_parts[key], "modes": run_modes[key[0]], "cats": run_cats[key[0]]}
         )
     a_units = []
     for key in sorted(a_map):
         a = a_map[key]
         a_units.append(
             {
-                **run_part(key[0]),
-                **principal_part((key[0], a["principal_id"])),
+                **run_parts[key[0]],
+                **principal_parts[(key[0], a["principal_id"])],
                 "model": a["model"],
                 "harness": a["harness"],
                 "role": a["role"],
