@@ -1,20 +1,20 @@
-"""Benchmark: agreement_report on synthetic labels (not a test).
+"""Agreement: the report (with bootstrap) and ``GET /api/v1/agreement`` against one plain
+``krippendorff.alpha`` call on the same pooled matrix, measured in the same run.
 
-Times :func:`app.agreement.units.agreement_report` on 2,500 runs x 20 modes x 3 annotators with
-1,000 bootstrap resamples, against a baseline measured in the same process: one plain
-``krippendorff.alpha`` call (nominal, no bootstrap) on the pooled run x mode matrix.
-Prints markdown table rows ``| what | time | ratio to baseline |`` (``main()`` returns them,
-for ``bench/run.py``).
+* ``agreement_report`` on synthetic labels, 2,500 runs x 20 modes x 3 annotators, 1,000
+  resamples (the pure module).
+* ``GET /api/v1/agreement`` on a database with the demo corpus and the same synthetic labels
+  stored as submitted annotations of three human annotators: the first request at a data
+  version (computed; no bootstrap, ``n_boot=0``) and a repeat (served from the cache).
 
-    python bench/bench_agreement.py            # full size
-    python bench/bench_agreement.py --quick    # 250 runs, 100 resamples
+    python -m bench.bench_agreement            # full size
+    python -m bench.bench_agreement --quick    # a few runs, few resamples
 """
 
 from __future__ import annotations
 
-import argparse
+import shutil
 import sys
-import time
 from pathlib import Path
 
 import krippendorff
@@ -23,18 +23,21 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from app.agreement.units import agreement_report, build_matrices
+from app.agreement.units import agreement_report, build_matrices  # noqa: E402
+from bench.common import bench_dir, loaded_sqlite, median_time, row  # noqa: E402
 
 CATEGORIES = ("DD", "GR", "VF", "CF")
 
 
-def synthetic(n_runs: int, n_modes: int = 20, n_annotators: int = 3, seed: int = 0):
+def synthetic(n_runs: int, n_modes: int = 20, n_annotators: int = 3, seed: int = 0, modes: list[str] | None = None,
+              runs: list[str] | None = None):
     """Synthetic labels: a latent truth per run x mode (prevalence 3-20 %), each annotator
     flips it with probability 8 %, 95 % of (annotator, run) pairs submitted, 2 agents per run."""
     rng = np.random.default_rng(seed)
-    modes = [f"{CATEGORIES[i * len(CATEGORIES) // n_modes]}{i % 5 + 1}" for i in range(n_modes)]
+    modes = modes or [f"{CATEGORIES[i * len(CATEGORIES) // n_modes]}{i % 5 + 1}" for i in range(n_modes)]
+    n_modes = len(modes)
     mode_category = {m: m[:2] for m in modes}
-    runs = [f"run-{i:05d}" for i in range(n_runs)]
+    runs = runs or [f"run-{i:05d}" for i in range(n_runs)]
     annotators = [f"ann{a}" for a in range(n_annotators)]
     prevalence = rng.uniform(0.03, 0.2, n_modes)
     truth = rng.random((n_runs, n_modes)) < prevalence
@@ -49,53 +52,126 @@ def synthetic(n_runs: int, n_modes: int = 20, n_annotators: int = 3, seed: int =
             subs.append((ann, runs[r]))
             for j in np.nonzero(marked[r])[0]:
                 agent = int(blame[r, j] ^ wrong_agent[r, j])
-                rows.append(
-                    (
-                        ann,
-                        runs[r],
-                        modes[j],
-                        mode_category[modes[j]],
-                        f"agent-{agent}",
-                        [int(j), int(j) + 1 + a % 2],
-                    )
-                )
+                rows.append((ann, runs[r], modes[j], mode_category[modes[j]], f"agent-{agent}",
+                             [int(j), int(j) + 1 + a % 2]))
     labels = pd.DataFrame(rows, columns=["annotator", "run_id", "mode", "category", "agent", "evidence"])
     submissions = pd.DataFrame(subs, columns=["annotator", "run_id"])
     agents = pd.DataFrame([(r, f"agent-{k}") for r in runs for k in range(2)], columns=["run_id", "agent_id"])
     return labels, submissions, modes, mode_category, agents
 
 
-def main(quick: bool = False) -> list[str]:
-    """Run the benchmark; return markdown rows ``| what | time | ratio to baseline |``.
+def _baseline(labels, submissions, modes, mode_category) -> float:
+    def one() -> None:
+        mx = build_matrices(labels, submissions, modes, mode_category)
+        pooled = mx.presence.reshape(-1, mx.presence.shape[2]).T.astype(float)
+        pooled[pooled < 0] = np.nan
+        krippendorff.alpha(reliability_data=pooled, level_of_measurement="nominal")
 
-    The same row format as the other benchmarks, for ``bench/run.py`` (``make bench``).
-    """
-    n_runs, n_boot = (250, 100) if quick else (2500, 1000)
-    labels, submissions, modes, mode_category, agents = synthetic(n_runs)
+    return median_time(one)
 
-    t0 = time.perf_counter()
-    mx = build_matrices(labels, submissions, modes, mode_category)
-    pooled = mx.presence.reshape(-1, mx.presence.shape[2]).T.astype(float)
-    pooled[pooled < 0] = np.nan
-    krippendorff.alpha(reliability_data=pooled, level_of_measurement="nominal")
-    baseline = time.perf_counter() - t0
 
-    t0 = time.perf_counter()
-    report = agreement_report(labels, submissions, modes, mode_category, agents, n_boot=n_boot, seed=0)
-    elapsed = time.perf_counter() - t0
-    assert report["overall"]["krippendorff_alpha"]["value"] is not None
+def _labelled_db(n_runs: int) -> tuple[str, tuple]:
+    """A copy of the demo database with the synthetic labels as submitted human annotations."""
+    from sqlmodel import Session, select
 
-    size = f"{n_runs} runs x {len(modes)} modes x 3 annotators"
+    from app.annotations.models import Annotation, Label
+    from app.auth.service import create_user
+    from app.core.db import make_engine
+    from app.runs.models import Run
+    from app.taxonomies.service import latest, mode_codes
+
+    d = bench_dir()
+    src = loaded_sqlite(d, n_runs).removeprefix("sqlite:///")
+    dst = d / f"agreement-{n_runs}.db"
+    for suffix in ("", "-wal", "-shm"):
+        Path(str(dst) + suffix).unlink(missing_ok=True)
+    import sqlite3
+
+    with sqlite3.connect(src) as a, sqlite3.connect(dst) as b:
+        a.backup(b)
+    engine = make_engine(f"sqlite:///{dst}")
+    with Session(engine) as s:
+        tax = latest(s, "a2-failures")
+        runs = dict(s.exec(select(Run.run_id, Run.id).order_by(Run.run_id)).all())
+        modes = mode_codes(tax)[:20]
+        frames = synthetic(len(runs), modes=modes, runs=list(runs))
+        labels, submissions = frames[0], frames[1]
+        users = {n: create_user(s, n, "annotator", password=None).id for n in sorted(set(submissions["annotator"]))}
+        s.flush()
+        anns = {}
+        for ann, run_id in submissions.itertuples(index=False):
+            a = Annotation(run_pk=runs[run_id], user_id=users[ann], taxonomy_pk=tax.id, status="submitted")
+            s.add(a)
+            anns[(ann, run_id)] = a
+        s.flush()
+        marked = set()
+        for ann, run_id, mode, _, agent, ev in labels.itertuples(index=False):
+            s.add(Label(annotation_id=anns[(ann, run_id)].id, mode=mode, agent=agent, evidence=ev))
+            marked.add((ann, run_id))
+        for key, a in anns.items():
+            a.no_failure = key not in marked
+        s.commit()
+        base_frames = (labels, submissions, modes, frames[3])
+    engine.dispose()
+    return f"sqlite:///{dst}", base_frames
+
+
+def _api_rows(n_runs: int) -> list[str]:
+    from fastapi.testclient import TestClient
+    from sqlmodel import Session
+
+    from app.auth.service import create_token, create_user
+    from app.core.db import make_engine
+    from app.main import create_app
+
+    url, (labels, submissions, modes, mode_category) = _labelled_db(n_runs)
+    base = _baseline(labels, submissions, modes, mode_category)
+    engine = make_engine(url)
+    with Session(engine) as s:
+        tok = create_token(s, create_user(s, "bench-admin", "admin", password=None))
+        s.commit()
+    app = create_app(engine)
+    client = TestClient(app)
+    headers = {"Authorization": f"Bearer {tok}"}
+
+    def get() -> dict:
+        r = client.get("/api/v1/agreement", params={"n_boot": 0}, headers=headers)
+        assert r.status_code == 200, r.text
+        return r.json()
+
+    body = get()
+    assert body["annotators"] == ["ann0", "ann1", "ann2"] and body["n_runs"] == n_runs, body["annotators"]
+    first = median_time(get, setup=lambda: app.state.agreement_cache.clear())
+    get()
+    cached = median_time(get)
+    client.close()
+    engine.dispose()
+    size = f"{n_runs:,} runs x 20 modes x 3 annotators"
     return [
-        f"| one krippendorff.alpha, pooled {size}, no bootstrap (baseline) | {baseline:.3f} s | 1.00 |",
-        f"| agreement_report {size}, {n_boot} resamples | {elapsed:.2f} s | {elapsed / baseline:.2f} |",
+        row(f"`GET /api/v1/agreement` (n_boot=0), {size}, first request at a data version", f"{first:.2f} s",
+            f"one `krippendorff.alpha` on the pooled matrix: {base:.3f} s", first / base, "within 10x"),
+        row("`GET /api/v1/agreement`, the same request again (cached per data version)", f"{cached:.3f} s",
+            f"one `krippendorff.alpha`: {base:.3f} s", cached / base, "cached", "yes (no recompute)"),
     ]
 
 
+def main(quick: bool = False) -> list[str]:
+    """Run the benchmark; return markdown rows (see :func:`bench.common.row`)."""
+    n_runs, n_boot = (50, 20) if quick else (2500, 1000)
+    labels, submissions, modes, mode_category, agents = synthetic(n_runs)
+    base = _baseline(labels, submissions, modes, mode_category)
+    elapsed = median_time(lambda: agreement_report(labels, submissions, modes, mode_category, agents,
+                                                   n_boot=n_boot, seed=0))
+    report = agreement_report(labels, submissions, modes, mode_category, agents, n_boot=0, seed=0)
+    assert report["overall"]["krippendorff_alpha"]["value"] is not None
+    size = f"{n_runs:,} runs x {len(modes)} modes x 3 annotators"
+    rows = [row(f"agreement_report {size}, {n_boot} resamples (every coefficient, mode, category)",
+                f"{elapsed:.2f} s", f"one `krippendorff.alpha`, pooled, no bootstrap: {base:.3f} s",
+                elapsed / base, "", "bootstrap cost; not a target row")]
+    rows += _api_rows(20 if quick else 2500)
+    shutil.rmtree(bench_dir() / "unused", ignore_errors=True)
+    return rows
+
+
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description="Benchmark agreement_report (see module docstring).")
-    parser.add_argument("--quick", action="store_true", help="250 runs and 100 resamples")
-    args = parser.parse_args()
-    print("| what | time / amount | ratio to baseline |")
-    print("|---|---|---|")
-    print("\n".join(main(quick=args.quick)))
+    print("\n".join(main(quick="--quick" in sys.argv)))

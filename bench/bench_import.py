@@ -1,93 +1,192 @@
-"""Import throughput and memory, as ratios to baselines measured in the same run.
+"""Import throughput, growth and memory, as ratios to raw inserts of the same rows in the same run.
 
-- parse: reading + normalizing a JSON Lines corpus without a database (the baseline);
-- import (SQLite, PostgreSQL): the same file into an empty database, one savepoint per run;
-- memory: peak traced allocation while streaming a JSON array, against the file's size.
+a2annotate: ``import_paths`` of a JSON Lines demo corpus into a fresh migrated database (the
+taxonomies registered, so audits become judge annotations as in real use).  Baselines in the
+same run, into another fresh migrated database: the same rows (runs, principals, agents, events,
+audits; JSON already encoded, ids given) with ``sqlite3`` ``executemany`` in one transaction, or
+psycopg ``COPY`` (one per table) on PostgreSQL; the rows are made before the clock starts.
+A "floor" row shows what reading + normalising the file alone costs (no database).
+Peak RSS is measured in a child process per size.
 """
 from __future__ import annotations
 
 import os
-import secrets
-import tempfile
-import time
-import tracemalloc
+import subprocess
+import sys
 from pathlib import Path
 
-from sqlalchemy import create_engine, text
+from bench.common import PgDatabase, bench_dir, corpus, median_time, prepare, row, sqlite_url
 
-from app.core.db import make_engine
-from app.core.migrate import upgrade
-from app.demo.generator import generate_runs
-from app.ingest import iter_path, writers
-from app.ingest.loader import import_paths
-
-PG_ADMIN = os.environ.get("A2A_TEST_PG_ADMIN_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/postgres")
+TABLES = ("run", "principal", "agent", "event", "audit")
 
 
-def _timed(fn):
-    t = time.perf_counter()
-    out = fn()
-    return time.perf_counter() - t, out
+def _raw_rows(path: Path) -> tuple[dict[str, tuple[list[str], list[tuple]]], int]:
+    from sqlalchemy import JSON
+
+    from app.core.db import json_dumps
+    from app.ingest import iter_path
+    from app.ingest.loader import _content_rows, _prepare
+    from app.runs.models import Run
+
+    out: dict[str, tuple[list[str], list[tuple]]] = {}
+    n_events = 0
+    for pk, item in enumerate(iter_path(str(path)), start=1):
+        run = item.run
+        _, digest = _prepare(run)
+        rows = [(Run, [{"id": pk, "run_id": run["run_id"], "scenario_id": run["scenario"]["id"],
+                        "status": run["status"], "aggregate_score": run.get("aggregate_score"),
+                        "started_at": run.get("started_at"), "ended_at": run.get("ended_at"),
+                        "extra": run.get("metadata") or {}, "scenario_override": None, "content_hash": digest,
+                        "n_events": len(run["events"]), "source": "bench", "imported_at": "2026-01-01 00:00:00"}])]
+        rows += _content_rows(pk, run)
+        n_events += len(run["events"])
+        for table, dicts in rows:
+            if not dicts:
+                continue
+            cols = list(dicts[0])
+            js = [isinstance(table.__table__.c[c].type, JSON) for c in cols]
+            entry = out.setdefault(table.__tablename__, (cols, []))
+            entry[1].extend(tuple(json_dumps(d[c]) if j else d[c] for c, j in zip(cols, js)) for d in dicts)
+    return out, n_events
 
 
-def _pg_db():
-    name = f"a2annotate_bench_{secrets.token_hex(4)}"
-    admin = create_engine(PG_ADMIN, isolation_level="AUTOCOMMIT")
-    with admin.connect() as c:
-        c.execute(text(f'CREATE DATABASE "{name}"'))
-    return admin, name, PG_ADMIN.rsplit("/", 1)[0] + "/" + name
+def _scenarios(path: Path) -> list[tuple]:
+    from app.core.db import json_dumps
+    from app.ingest import iter_path
+
+    seen = {}
+    for item in iter_path(str(path)):
+        sc = item.run["scenario"]
+        seen.setdefault(sc["id"], (sc["id"], sc["family"], sc.get("alignment"), sc.get("title"),
+                                   sc.get("description"), json_dumps(sc.get("metadata") or {})))
+    return list(seen.values())
+
+
+def _sqlite_baseline(url: str, rows, scenarios) -> None:
+    import sqlite3
+
+    con = sqlite3.connect(url.removeprefix("sqlite:///"))
+    con.execute("PRAGMA journal_mode=WAL")
+    con.execute("PRAGMA synchronous=NORMAL")
+    with con:
+        con.executemany("INSERT INTO scenario (id, family, alignment, title, description, extra) VALUES (?,?,?,?,?,?)",
+                        scenarios)
+        for t in TABLES:
+            cols, data = rows[t]
+            con.executemany(f'INSERT INTO "{t}" ({", ".join(cols)}) VALUES ({", ".join("?" * len(cols))})', data)
+    con.close()
+
+
+def _pg_baseline(url: str, rows, scenarios) -> None:
+    import psycopg
+
+    with psycopg.connect(url.replace("postgresql+psycopg://", "postgresql://")) as con:
+        with con.cursor() as cur:
+            with cur.copy("COPY scenario (id, family, alignment, title, description, extra) FROM STDIN") as cp:
+                for r in scenarios:
+                    cp.write_row(r)
+            for t in TABLES:
+                cols, data = rows[t]
+                with cur.copy(f'COPY "{t}" ({", ".join(cols)}) FROM STDIN') as cp:
+                    for r in data:
+                        cp.write_row(r)
+        con.commit()
+
+
+def _import(url: str, path: Path) -> None:
+    from app.core.db import make_engine
+    from app.ingest.loader import import_paths
+
+    engine = make_engine(url)
+    summary = import_paths(engine, [str(path)])
+    engine.dispose()
+    assert summary.rejected == 0, summary.errors[:3]
+
+
+def _peak_rss(url: str, path: Path) -> float:
+    code = ("import resource, sys; from bench.bench_import import _import; from pathlib import Path; "
+            f"_import({url!r}, Path({str(path)!r})); "
+            "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         cwd=str(Path(__file__).resolve().parents[1]))
+    return int(out.stdout.strip().splitlines()[-1]) / 1024
+
+
+def _backend(name: str, n_runs: int, path: Path, rows, scenarios, n_events: int) -> tuple[float, float, list[str]]:
+    d = bench_dir()
+    if name == "sqlite":
+        def fresh() -> str:
+            url = sqlite_url(d, f"import-{n_runs}")
+            prepare(url)
+            return url
+        dbs: list = []
+    else:
+        dbs = []
+
+        def fresh() -> str:
+            db = PgDatabase()
+            if db.url is None:
+                raise RuntimeError(db.error)
+            dbs.append(db)
+            prepare(db.url)
+            return db.url
+    target: dict[str, str] = {}
+    try:
+        ours = median_time(lambda: _import(target["url"], path), setup=lambda: target.update(url=fresh()))
+        raw = _sqlite_baseline if name == "sqlite" else _pg_baseline
+        base = median_time(lambda: raw(target["url"], rows, scenarios), setup=lambda: target.update(url=fresh()))
+    finally:
+        for db in dbs:
+            db.drop()
+    label = "SQLite" if name == "sqlite" else "PostgreSQL"
+    how = "sqlite3 `executemany`, one transaction" if name == "sqlite" else "psycopg `COPY`, one per table"
+    return ours, base, [row(f"import {n_runs:,} demo runs ({n_events:,} events) into {label}",
+                            f"{ours:.2f} s ({n_events / ours:,.0f} events/s)",
+                            f"{how} of the same rows: {base:.2f} s ({n_events / base:,.0f} events/s)",
+                            ours / base, "within 2x")]
 
 
 def main(quick: bool = False) -> list[str]:
-    n = 300 if quick else 2000
-    rows = []
-    with tempfile.TemporaryDirectory() as d:
-        d = Path(d)
-        jsonl = d / "runs.jsonl"
-        writers.write_jsonl((x.run for x in generate_runs(n, 1)), jsonl)
-        events = sum(1 for item in iter_path(str(jsonl)) for _ in item.run["events"])
-        base, _ = _timed(lambda: sum(1 for _ in iter_path(str(jsonl))))
-        rows.append(f"| parse+normalize {n} runs ({events} events), no DB (baseline) | {base:.2f} s | 1.00 |")
+    d = bench_dir()
+    sizes = [3, 6] if quick else ([2500, 25000] if os.environ.get("BENCH_LARGE") else [250, 2500])
+    out: list[str] = []
+    times: dict[str, list[tuple[float, float]]] = {"sqlite": [], "postgresql": []}
+    for n in sizes:
+        path = corpus(d, n)
+        rows, n_events = _raw_rows(path)
+        scenarios = _scenarios(path)
+        from app.ingest import iter_path
 
-        url = f"sqlite:///{d / 'bench.db'}"
-        upgrade(url)
-        eng = make_engine(url)
-        t, s = _timed(lambda: import_paths(eng, [str(jsonl)]))
-        assert s.imported == n, s.errors[:3]
-        rows.append(f"| import {n} runs into SQLite | {t:.2f} s ({n / t:.0f} runs/s) | {t / base:.2f} |")
-        t2, s2 = _timed(lambda: import_paths(eng, [str(jsonl)]))
-        rows.append(f"| re-import same file into SQLite (all unchanged) | {t2:.2f} s | {t2 / base:.2f} |")
-        eng.dispose()
-
-        try:
-            admin, name, pg_url = _pg_db()
-        except Exception as exc:  # noqa: BLE001
-            rows.append(f"| import into PostgreSQL | not measured: {exc.__class__.__name__} | |")
-        else:
+        parse = median_time(lambda p=path: sum(1 for _ in iter_path(str(p))))
+        for backend in ("sqlite", "postgresql"):
             try:
-                upgrade(pg_url)
-                eng = make_engine(pg_url)
-                t, s = _timed(lambda: import_paths(eng, [str(jsonl)]))
-                assert s.imported == n
-                rows.append(f"| import {n} runs into PostgreSQL | {t:.2f} s ({n / t:.0f} runs/s) | {t / base:.2f} |")
-                eng.dispose()
-            finally:
-                with admin.connect() as c:
-                    c.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-
-        big = d / "runs.json"
-        writers.write_json_array((x.run for x in generate_runs(n, 2)), big)
-        size = big.stat().st_size
-        tracemalloc.start()
-        count = sum(1 for _ in iter_path(str(big)))
-        _, peak = tracemalloc.get_traced_memory()
-        tracemalloc.stop()
-        rows.append(f"| stream a {size / 1e6:.1f} MB JSON array ({count} runs): peak traced memory | "
-                    f"{peak / 1e6:.1f} MB | {peak / size:.2f} of file size |")
-    return rows
+                ours, base, rs = _backend(backend, n, path, rows, scenarios, n_events)
+            except RuntimeError as exc:
+                out.append(row(f"import {n:,} runs into PostgreSQL", f"not measured: {exc}", "", None))
+                continue
+            times[backend].append((ours, base))
+            out += rs
+        out.append(row(f"(floor) read + normalise the {n:,}-run file, no database", f"{parse:.2f} s",
+                       f"sqlite3 `executemany` of the rows: {times['sqlite'][-1][1]:.2f} s",
+                       parse / times["sqlite"][-1][1], "", "parsing alone"))
+        del rows
+    for backend, label in (("sqlite", "SQLite"), ("postgresql", "PostgreSQL")):
+        if len(times[backend]) == 2:
+            (o1, b1), (o2, b2) = times[backend]
+            out.append(row(f"how import time grows on {label}, {sizes[0]:,} -> {sizes[1]:,} runs (x10 data)",
+                           f"x{o2 / o1:.1f}", f"raw x{b2 / b1:.1f}", o2 / o1, "at most x11 (linear)"))
+    if quick:
+        out.append(row("peak RSS of an import", "not measured in quick mode", "", None))
+        return out
+    rss = []
+    for n in sizes:
+        url = sqlite_url(d, f"rss-{n}")
+        prepare(url)
+        rss.append(_peak_rss(url, corpus(d, n)))
+    out.append(row(f"peak RSS of an import (SQLite), {sizes[1]:,} vs {sizes[0]:,} runs",
+                   f"{rss[1]:.0f} MB vs {rss[0]:.0f} MB", "", rss[1] / rss[0], "at most 1.2x (flat)"))
+    return out
 
 
 if __name__ == "__main__":
-    import sys
-
     print("\n".join(main("--quick" in sys.argv)))

@@ -28,8 +28,9 @@ Definitions (``m_u`` = number of ratings of unit ``u``, ``n_uk`` = how many of t
   ``pi_k`` is the mean of ``n_uk / m_u`` over units with ``m_u >= 1``; ``p_e = sum_k pi_k^2``.
   With the same number of raters on every unit this is exactly Fleiss' kappa.
 * ``krippendorff_alpha``: coincidence-based alpha, ``1 - D_o / D_e``, over units with
-  ``m_u >= 2``; nominal / ordinal / interval / ratio distances for scalar data (point value from
-  the ``krippendorff`` package), MASI or Jaccard distance for set-valued cells (written here;
+  ``m_u >= 2``; nominal / ordinal / interval / ratio distances for scalar data (the
+  ``krippendorff`` package's definition; the cross-check tests compare the two), MASI or
+  Jaccard distance for set-valued cells (written here;
   distance of two empty sets is 0, of an empty and a non-empty set 1).  Set-valued cells with
   no ``distance`` use the nominal distance (exact set equality).
 * ``gwet_ac1``: Gwet's AC1 (unweighted), as irrCAC ``CAC.gwet()``: the same ``p_a`` and
@@ -77,7 +78,6 @@ from dataclasses import dataclass
 from itertools import combinations
 from typing import Any
 
-import krippendorff
 import numpy as np
 from scipy import sparse
 
@@ -110,8 +110,6 @@ WEIGHTS = ("unweighted", "linear", "quadratic")
 DISTANCES = ("masi", "jaccard")
 
 _EPS = 1e-12
-# Largest units x categories^2 array handed to the krippendorff package (it builds one).
-_KRIPP_MAX_CELLS = 4_000_000
 
 R_NO_RATINGS = "no ratings: the matrix has no rated unit"
 R_ONE_RATER = "a single rater: agreement needs at least two raters"
@@ -246,6 +244,57 @@ def _check_categories(categories: Any) -> list | None:
     return cats
 
 
+_FAST_SCALAR_TYPES = (int, float, str, bytes, np.integer, np.floating, np.bool_, np.str_)
+
+
+def _encode_scalar_fast(rows: list, cats: list | None) -> CodedRatings | None:
+    """Vectorised :func:`encode_ratings` for a rectangular matrix of plain scalars and gaps.
+
+    Factorises the cells once (pandas, first-appearance order, Python equality as a ``dict``)
+    and maps the codes through a small lookup table.  Returns None whenever the input is not
+    such a matrix (ragged rows, collections, mappings, unusual scalar types, missing markers
+    other than None/NaN) so that the per-cell path handles it, including its error messages.
+    """
+    import pandas as pd
+
+    if not rows:
+        return None
+    try:
+        arr = np.array(rows, dtype=object)
+    except (ValueError, TypeError):
+        return None
+    if arr.ndim != 2 or arr.shape[1] == 0:
+        return None
+    flat = arr.reshape(-1)
+    try:
+        fcodes, uniques = pd.factorize(flat, use_na_sentinel=True)
+    except TypeError:  # an unhashable cell (list, dict, set): the per-cell path
+        return None
+    uniques = list(uniques)
+    if not all(isinstance(v, _FAST_SCALAR_TYPES) for v in uniques):
+        return None
+    gaps = flat[fcodes < 0]
+    if not all(x is None or (isinstance(x, (float, np.floating)) and math.isnan(x)) for x in gaps):
+        return None  # pd.NA / NaT and friends: the per-cell path decides
+    uniques = [v.item() if isinstance(v, np.generic) else v for v in uniques]
+    if len(set(uniques)) != len(uniques):  # e.g. np.float64(1.0) and 1 kept apart: be exact
+        return None
+    if cats is not None:
+        pos = {c: i for i, c in enumerate(cats)}
+        bad = [i for i, v in enumerate(uniques) if v not in pos]
+        if bad:
+            first = int(np.nonzero(np.isin(fcodes, bad))[0][0])
+            u, r = divmod(first, arr.shape[1])
+            raise ValueError(f"ratings[{u}][{r}]: value {uniques[fcodes[first]]!r} is not in categories")
+        domain = tuple(cats)
+    else:
+        domain = tuple(_sorted_values(set(uniques)))
+    index = {v: i for i, v in enumerate(domain)}
+    lookup = np.array([index[v] for v in uniques] + [-1], dtype=np.int64)
+    codes = lookup[np.where(fcodes < 0, len(uniques), fcodes)].reshape(arr.shape)
+    return CodedRatings(codes=codes, domain=domain, is_set=False)
+
+
 def encode_ratings(ratings: Any, categories: list | None = None, *, as_sets: bool = False) -> CodedRatings:
     """Validate a ratings matrix and code it; returns a :class:`CodedRatings`.
 
@@ -255,6 +304,15 @@ def encode_ratings(ratings: Any, categories: list | None = None, *, as_sets: boo
         raise ValueError("ratings must be a list of units, each a list of rater cells")
     rows = list(ratings)
     cats = _check_categories(categories)
+    if not as_sets and set(map(type, rows)) <= {list, tuple, np.ndarray}:
+        fast = _encode_scalar_fast(rows, cats)
+        if fast is not None:
+            return fast
+    return _encode_cells(rows, cats, as_sets)
+
+
+def _encode_cells(rows: list, cats: list | None, as_sets: bool) -> CodedRatings:
+    """The per-cell path of :func:`encode_ratings` (any input it accepts; exact errors)."""
     grid: list[list[Any]] = []
     any_set = as_sets
     for u, row in enumerate(rows):
@@ -330,28 +388,56 @@ def masi_distance(a: frozenset | set, b: frozenset | set) -> float:
 
 
 def _set_distances(domain: tuple, distance: str) -> np.ndarray:
-    """Pairwise MASI or Jaccard distances between the sets in ``domain`` (vectorised)."""
+    """Pairwise MASI or Jaccard distances between the sets in ``domain`` (vectorised).
+
+    Intersections come from a 0/1 membership matrix product (exact small integers in float32),
+    computed a block of rows at a time so that only the (k, k) result is ever full size; the
+    divisions are done in float64 on those exact integers, as a full float64 product would."""
     k = len(domain)
     universe = {e: i for i, e in enumerate({e for s in domain for e in s})}
-    member = np.zeros((k, max(len(universe), 1)), dtype=np.float64)
+    member = np.zeros((k, max(len(universe), 1)), dtype=np.float32)
     for i, s in enumerate(domain):
         member[i, [universe[e] for e in s]] = 1.0
-    inter = member @ member.T
     size = member.sum(axis=1)
-    union = np.add.outer(size, size)
-    union -= inter
-    sim = np.divide(inter, union, out=np.ones((k, k)), where=union > 0)
-    del union
-    if distance == "jaccard":
-        np.subtract(1.0, sim, out=sim)
-        return sim
-    m = np.zeros((k, k))
-    m[inter > 0] = 1.0 / 3.0
-    m[inter == np.minimum.outer(size, size)] = 2.0 / 3.0
-    m[np.equal.outer(size, size) & (inter == size[:, None])] = 1.0
-    sim *= m
-    np.subtract(1.0, sim, out=sim)
-    return sim
+    out = np.empty((k, k))
+    step = 512
+    n_sizes = int(size.max()) + 1 if k else 1
+    if n_sizes <= 64:
+        # the distance depends only on (|a|, |b|, |a & b|): one table of every combination, made
+        # with the same float64 operations as below, then one lookup per cell
+        sa, sb, ii = np.meshgrid(np.arange(n_sizes, dtype=np.float64), np.arange(n_sizes, dtype=np.float64),
+                                 np.arange(n_sizes, dtype=np.float64), indexing="ij")
+        un = sa + sb - ii
+        sim = np.divide(ii, un, out=np.ones(un.shape), where=un > 0)
+        if distance == "masi":
+            m = np.zeros(un.shape)
+            m[ii > 0] = 1.0 / 3.0
+            m[ii == np.minimum(sa, sb)] = 2.0 / 3.0
+            m[(sa == sb) & (ii == sa)] = 1.0
+            sim *= m
+        table = (1.0 - sim).reshape(-1)
+        isize = size.astype(np.int64)
+        for lo in range(0, k, step):
+            hi = min(k, lo + step)
+            idx = (isize[lo:hi, None] * n_sizes + isize[None, :]) * n_sizes
+            idx += (member[lo:hi] @ member.T).astype(np.int64)
+            np.take(table, idx, out=out[lo:hi])
+        return out
+    for lo in range(0, k, step):
+        hi = min(k, lo + step)
+        inter = member[lo:hi] @ member.T
+        union = np.add.outer(size[lo:hi], size)
+        union -= inter
+        sim = np.divide(inter.astype(np.float64), union.astype(np.float64), out=np.ones(inter.shape),
+                        where=union > 0)
+        if distance == "masi":
+            m = np.zeros(inter.shape)
+            m[inter > 0] = 1.0 / 3.0
+            m[inter == np.minimum.outer(size[lo:hi], size)] = 2.0 / 3.0
+            m[np.equal.outer(size[lo:hi], size) & (inter == size[lo:hi, None])] = 1.0
+            sim *= m
+        np.subtract(1.0, sim, out=out[lo:hi])
+    return out
 
 
 def _numeric_values(domain: tuple) -> np.ndarray:
@@ -419,9 +505,34 @@ class _Patterns:
         return np.bincount(flat, minlength=p * self.n_cat).reshape(p, self.n_cat).astype(np.float64)
 
 
+def _row_keys(codes: np.ndarray, n_values: int) -> np.ndarray | None:
+    """One int64 per row whose numeric order is the rows' lexicographic order (first column
+    most significant), for rows of values in ``-1 .. n_values - 2``; None if it would overflow."""
+    n, width = codes.shape
+    base = n_values
+    if width == 0 or base < 2 or width * math.log2(base) >= 62:
+        return None
+    keys = np.zeros(n, dtype=np.int64)
+    for r in range(width):
+        keys *= base
+        keys += codes[:, r] + 1
+    return keys
+
+
+def _unique_rows(codes: np.ndarray, n_values: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``np.unique(codes, axis=0, return_inverse=True, return_counts=True)``, the same result
+    (same row order) through a 1-D sort of packed row keys when the rows fit in an int64."""
+    keys = _row_keys(codes, n_values)
+    if keys is None:
+        rows, inverse, counts = np.unique(codes, axis=0, return_inverse=True, return_counts=True)
+        return rows, np.asarray(inverse).reshape(-1), counts
+    _, first, inverse, counts = np.unique(keys, return_index=True, return_inverse=True, return_counts=True)
+    return codes[first], np.asarray(inverse).reshape(-1), counts
+
+
 def _patterns(codes: np.ndarray, n_cat: int) -> _Patterns:
-    rows, inverse, counts = np.unique(codes, axis=0, return_inverse=True, return_counts=True)
-    return _Patterns(rows=rows, counts=counts, inverse=np.asarray(inverse).reshape(-1), n_cat=n_cat)
+    rows, inverse, counts = _unique_rows(codes, n_cat + 1)
+    return _Patterns(rows=rows, counts=counts, inverse=inverse, n_cat=n_cat)
 
 
 def _safe_ratio(num: np.ndarray, den: np.ndarray, ok: np.ndarray) -> np.ndarray:
@@ -685,7 +796,8 @@ def _sub(clusters: np.ndarray | None, mask: np.ndarray) -> np.ndarray | None:
 
 
 def _no_variation(codes: np.ndarray) -> bool:
-    return len(np.unique(codes[codes >= 0])) <= 1
+    vals = codes[codes >= 0]
+    return vals.size == 0 or bool((vals == vals[0]).all())
 
 
 def compute_coded(
@@ -755,16 +867,9 @@ def compute_coded(
         stat = _AlphaStat(pat, None)
     else:
         stat = _AlphaStat(pat, _delta_matrix(coded, level, distance))
+    # The point value is the same coincidence formula the krippendorff package evaluates (the
+    # cross-check tests compare them on random data); evaluated once on the pattern weights.
     point = _point(stat, pat)
-    if not coded.is_set and math.isfinite(point) and n_pairable * k * k <= _KRIPP_MAX_CELLS:
-        vc = np.repeat(stat.vc.toarray(), pat.counts, axis=0)
-        domain = _numeric_values(coded.domain) if level in ("interval", "ratio") else np.arange(k)
-        try:
-            point = float(
-                krippendorff.alpha(value_counts=vc, value_domain=domain, level_of_measurement=level)
-            )
-        except ValueError:  # the package refuses some corner cases; the own value is equivalent
-            pass
     return _finish(stat, pat, point, n_pairable, None, n_boot, seed, confidence, _sub(cl, pairable))
 
 

@@ -147,6 +147,8 @@ def _check_mode_labels(labels: pd.DataFrame, modes: list) -> None:
 
 
 def _as_set(x: Any) -> frozenset:
+    if type(x) is list and all(type(v) is int for v in x):  # the stored form: a list of seqs
+        return frozenset(x)
     if x is None or (isinstance(x, float) and math.isnan(x)):
         return frozenset()
     if isinstance(x, (str, bytes)) or not isinstance(x, Iterable):
@@ -299,7 +301,13 @@ def mode_sets(mx: LabelMatrices) -> CodedRatings:
     present = flat[~missing] == 1
     codes = np.full(n_u * n_a, -1, dtype=np.int64)
     if present.shape[0]:
-        rows, inverse = np.unique(present, axis=0, return_inverse=True)
+        if n_m <= 62:  # a bitmask per cell (first mode most significant: np.unique's row order)
+            bits = np.left_shift(np.int64(1), np.arange(n_m - 1, -1, -1, dtype=np.int64))
+            keys = present.astype(np.int64) @ bits
+            _, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
+            rows = present[first]
+        else:
+            rows, inverse = np.unique(present, axis=0, return_inverse=True)
         codes[~missing] = np.asarray(inverse).reshape(-1)
         domain = tuple(frozenset(mx.modes[j] for j in np.nonzero(r)[0]) for r in rows)
     else:
@@ -361,7 +369,7 @@ def _check_coefficients(coefficients: Sequence[str]) -> list[str]:
     return out
 
 
-def _label_groups(labels: pd.DataFrame) -> dict[tuple, dict[Any, tuple[frozenset, frozenset]]]:
+def _label_groups(labels: pd.DataFrame) -> dict[tuple, dict[Any, tuple[set, set]]]:
     """(run_id, mode) -> annotator -> (agent set, evidence set), over the given labels."""
     out: dict[tuple, dict[Any, tuple[set, set]]] = {}
     has_agent = "agent" in labels.columns
@@ -377,8 +385,11 @@ def _label_groups(labels: pd.DataFrame) -> dict[tuple, dict[Any, tuple[frozenset
         agents_set, ev_set = out.setdefault((run, mode), {}).setdefault(ann, (set(), set()))
         if agent is not None and not (isinstance(agent, float) and math.isnan(agent)):
             agents_set.add(_plain(agent))
-        ev_set.update(_as_set(ev))
-    return {k: {a: (frozenset(s1), frozenset(s2)) for a, (s1, s2) in v.items()} for k, v in out.items()}
+        if type(ev) is list and all(type(v) is int for v in ev):  # the stored form
+            ev_set.update(ev)
+        else:
+            ev_set.update(_as_set(ev))
+    return out  # plain sets: compared and combined like frozensets, without copying them
 
 
 def _blame_and_evidence(labels: pd.DataFrame) -> tuple[dict[str, Any], dict[str, Any]]:

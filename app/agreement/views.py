@@ -1,7 +1,8 @@
 """REST routes of agreement and adjudication.
 
 * ``GET /api/v1/agreement``: the agreement report on the stored labels; ``/agreement/gold``
-  each annotator against gold; ``/agreement/judges`` humans vs machines;
+  each annotator against gold; ``/agreement/judges`` humans vs machines (these three are cached
+  per data version: see :mod:`app.agreement.cache`; sync routes, so they run in the threadpool);
   ``/agreement/disagreements`` runs ranked by disagreement.  They aggregate every annotator's
   labels, so under blind mode an annotator gets 403 (reviewers and admins always see them;
   annotators once an admin reveals labels).
@@ -22,6 +23,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 from sqlmodel import Session
 
 from app.agreement import adjudication, service
+from app.agreement.cache import AgreementCache
 from app.agreement.coefficients import compute
 from app.annotations.http import JsonErrorRoute, api_csrf
 from app.api.deps import MAX_PAGE, ApiUser, ReviewerUser, SessionDep, require_labels_visible
@@ -60,6 +62,14 @@ def _n_boot(request: Request, n_boot: int | None) -> int:
 
 
 
+def _cache(request: Request) -> AgreementCache:
+    """The app's cache of agreement payloads (per data version, see :mod:`app.agreement.cache`)."""
+    cache = getattr(request.app.state, "agreement_cache", None)
+    if cache is None:
+        cache = request.app.state.agreement_cache = AgreementCache()
+    return cache
+
+
 def _load(session: Session, taxonomy: str | None, family: str | None, annotators: str | None,
           include_judges: bool) -> service.AgreementData:
     try:
@@ -85,7 +95,9 @@ def _load(session: Session, taxonomy: str | None, family: str | None, annotators
         "and `gwet_ac1`, each `{value, n_units, ci, reason?}` (`value` null with a `reason` when undefined), "
         "`prevalence` (share of marked cells), and `kappa_paradox` with `advice` (prevalence < 0.1 or > 0.9, "
         "percent >= 0.8 and Fleiss' kappa < 0.4: read AC1). Also `pairwise_cohen` (kappa between every two "
-        "annotators), `blame_agreement` and `evidence_overlap`. 403 for annotators under blind mode."),
+        "annotators), `blame_agreement` and `evidence_overlap`. The answer is cached per data version: the "
+        "same request again is served from the cache until an annotation, label, gold label, run or user "
+        "changes. 403 for annotators under blind mode."),
     responses={403: {"description": "blind mode"}, 422: {"description": "bad parameter; `detail` names it"}},
 )
 def agreement(
@@ -96,9 +108,14 @@ def agreement(
     n_boot: NBootQuery = None, seed: SeedQuery = None, confidence: ConfidenceQuery = 0.95,
 ) -> dict[str, Any]:
     require_labels_visible(session, user, "agreement")
-    data = _load(session, taxonomy, family, annotators, include_judges)
-    return service.agreement_payload(data, level=level, n_boot=_n_boot(request, n_boot), seed=seed or 0,
-                                     confidence=confidence)
+    nb = _n_boot(request, n_boot)
+
+    def compute_payload() -> dict[str, Any]:
+        data = _load(session, taxonomy, family, annotators, include_judges)
+        return service.agreement_payload(data, level=level, n_boot=nb, seed=seed or 0, confidence=confidence)
+
+    key = ("agreement", level, taxonomy, family, annotators, include_judges, nb, seed or 0, confidence)
+    return _cache(request).get(session, key, compute_payload)
 
 
 @router.get(
@@ -117,8 +134,14 @@ def agreement_gold(
     n_boot: NBootQuery = None, seed: SeedQuery = None, confidence: ConfidenceQuery = 0.95,
 ) -> dict[str, Any]:
     require_labels_visible(session, user, "agreement")
-    data = _load(session, taxonomy, family, annotators, include_judges)
-    return service.gold_payload(data, n_boot=_n_boot(request, n_boot), seed=seed or 0, confidence=confidence)
+    nb = _n_boot(request, n_boot)
+
+    def compute_payload() -> dict[str, Any]:
+        data = _load(session, taxonomy, family, annotators, include_judges)
+        return service.gold_payload(data, n_boot=nb, seed=seed or 0, confidence=confidence)
+
+    key = ("gold", taxonomy, family, annotators, include_judges, nb, seed or 0, confidence)
+    return _cache(request).get(session, key, compute_payload)
 
 
 @router.get(
@@ -161,8 +184,12 @@ def agreement_judges(
     n_boot: NBootQuery = None, seed: SeedQuery = None,
 ) -> dict[str, Any]:
     require_labels_visible(session, user, "agreement")
-    data = _load(session, taxonomy, family, None, True)
-    return service.judges_payload(data, n_boot=_n_boot(request, n_boot), seed=seed or 0)
+    nb = _n_boot(request, n_boot)
+
+    def compute_payload() -> dict[str, Any]:
+        return service.judges_payload(_load(session, taxonomy, family, None, True), n_boot=nb, seed=seed or 0)
+
+    return _cache(request).get(session, ("judges", taxonomy, family, nb, seed or 0), compute_payload)
 
 
 @router.get(

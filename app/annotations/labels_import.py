@@ -125,6 +125,16 @@ def _records(reader: csv.DictReader, filename: str):
         raise LabelFileError(f"{filename}:{reader.line_num + 1}", f"not readable as CSV: {exc}") from None
 
 
+def unneutralise_formula(value: str) -> str:
+    """Undoes the exports' CSV formula neutralisation (app.exports.arrow.neutralise_formula): a
+    cell of ``'``s followed by ``=``, ``+``, ``-``, ``@``, a tab or a carriage return loses one ``'``."""
+    if value.startswith("'"):
+        rest = value.lstrip("'")
+        if rest[:1] in ("=", "+", "-", "@", "\t", "\r"):
+            return value[1:]
+    return value
+
+
 def _read_csv(text: str, filename: str) -> tuple[list[_Row], list[dict[str, str]]]:
     from app.ingest.limits import input_limits
 
@@ -149,7 +159,8 @@ def _read_csv(text: str, filename: str) -> tuple[list[_Row], list[dict[str, str]
         if None in rec:
             errors.append(_err(filename, line, None, f"{len(header) + len(rec[None])} fields, header has {len(header)}"))
             continue
-        values = {k: (v.strip() if isinstance(v, str) else v) for k, v in rec.items() if k}
+        values = {k: (unneutralise_formula(v.strip()).strip() if isinstance(v, str) else v)
+                  for k, v in rec.items() if k}
         if not any(values.values()):
             continue  # blank line
         rows.append(_Row(line, values))

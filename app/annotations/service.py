@@ -58,7 +58,9 @@ def sync_audit_annotations(session: Session, run_row: Run, run: dict, tax_cache:
 
     groups: dict[tuple[str, str, int], list[dict]] = {}
     taxes = {}
-    default_tax = latest(session, "a2-failures")
+    if "default_tax" not in tax_cache:  # looked up (and its JSON decoded) once per import, not per run
+        tax_cache["default_tax"] = latest(session, "a2-failures")
+    default_tax = tax_cache["default_tax"]
     for audit in run.get("audits") or []:
         meta = audit.get("metadata") or {}
         ref = meta.get("taxonomy")

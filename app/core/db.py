@@ -14,6 +14,7 @@ SQLite is set up for several writers at once (an import and annotators saving):
 """
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -29,12 +30,21 @@ from app.core.config import get_settings
 SQLITE_BEGIN = "a2a_sqlite_begin"
 
 
+def json_dumps(value) -> str:
+    """How JSON columns are written: compact, non-ASCII kept (the text the exports write, so
+    they can pass it through without decoding; see app.exports.arrow)."""
+    if not value and isinstance(value, (dict, list)):  # the most common values, without the encoder
+        return "{}" if isinstance(value, dict) else "[]"
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
 def make_engine(url: str) -> Engine:
     """Create an engine for `url`; SQLite gets foreign keys on, WAL, a busy timeout and
     SQLAlchemy-controlled transactions (see the module docstring)."""
     if url.startswith("sqlite"):
         busy_ms = get_settings().sqlite_busy_timeout_ms
-        engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": busy_ms / 1000})
+        engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": busy_ms / 1000},
+                               json_serializer=json_dumps)
 
         @event.listens_for(engine, "connect")
         def _sqlite_pragmas(dbapi_conn, _record):  # pragma: no cover - trivial
@@ -52,7 +62,7 @@ def make_engine(url: str) -> Engine:
             conn.exec_driver_sql("BEGIN IMMEDIATE" if mode == "immediate" else "BEGIN")
 
         return engine
-    return create_engine(url, pool_pre_ping=True)
+    return create_engine(url, pool_pre_ping=True, json_serializer=json_dumps)
 
 
 def write_bind(engine: Engine) -> Engine:

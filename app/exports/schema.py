@@ -394,11 +394,14 @@ def render_markdown() -> str:
         "",
         ("Every table can be exported with `a2annotate export --format csv|parquet|jsonl --out DIR "
         "[--tables ...]` (one file per table, `<table>.<format>`) or `GET /api/v1/exports/{table}.{format}` "
-        "(streamed). Rows are read from the database in chunks (5,000 rows; 1,000 for events, whose rows "
+        "(streamed). Rows are read from the database in chunks (5,000 rows; 4,000 for events, whose rows "
         "carry payloads) by keyset pagination on the primary key, and written as they come: CSV "
         "and JSON Lines line by line, Parquet one row group per chunk into a buffer that is sent and "
         "emptied after every row group (no temporary file, no whole file in memory). Report tables are "
-        "computed in memory first (they are small aggregates)."),
+        "computed in memory first (they are small aggregates). CSV and Parquet of `scenarios`, `principals`, "
+        "`agents`, `events` and `audits` are read with one query, chunk by chunk (a server-side cursor on "
+        "PostgreSQL), and built column-wise with Arrow; their JSON values go out as the compact text the "
+        "database holds, without being decoded."),
         "",
         "## Types",
         "",
@@ -418,6 +421,16 @@ def render_markdown() -> str:
         "JSON text in Parquet too: their keys differ from row to row, and a struct column would force one "
         "schema on all of them. Lists of ids and seqs are native lists in Parquet. Read JSON text columns "
         "with `json.loads` (pandas), `json(...)` (DuckDB)."),
+        "",
+        ("CSV quoting is Python's `csv` minimal quoting with `\\n` line ends: a field is quoted when it "
+        "holds `,`, `\"` (doubled inside) or a line break (`\\n` or `\\r`)."),
+        "",
+        ("Formula injection: in CSV, a `string` cell that begins with `=`, `+`, `-`, `@`, a tab or a "
+        "carriage return (possibly after some `'`) gets a `'` put in front, so that a spreadsheet shows "
+        "it as text instead of running it as a formula (`=HYPERLINK(...)` becomes `'=HYPERLINK(...)`). "
+        "Numbers, JSON and list columns are not changed (`-1` stays a number). `a2annotate import-labels` "
+        "removes that one `'` again, so `annotations_canonical.csv` round-trips exactly; other readers see "
+        "the `'`. Parquet and JSON Lines hold the values unchanged."),
         "",
         ("Blind mode: an annotator exporting `annotations` or `annotations_canonical` gets only their own "
          "annotations until an admin reveals labels; `audits`, `gold_labels` and the label-based reports "

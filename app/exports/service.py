@@ -14,7 +14,6 @@ in :mod:`app.exports.schema`.
 """
 from __future__ import annotations
 
-import csv
 import json
 import math
 from collections.abc import Callable, Iterable, Iterator
@@ -31,6 +30,8 @@ from sqlmodel import Session
 
 from app.annotations.models import Annotation, GoldLabel, GoldRun, Label
 from app.auth.models import User
+from app.exports import arrow as _arrow
+from app.exports.arrow import neutralise_formula
 from app.exports.schema import FORMATS, TABLES, TableSpec, arrow_schema, table_spec
 from app.runs.models import Agent, Audit, Check, Event, Principal, Run, Scenario
 from app.taxonomies.models import Taxonomy
@@ -49,7 +50,7 @@ __all__ = [
 
 CHUNK_SIZE = 5000
 #: events carry payloads (tool arguments, artifact bodies): a smaller chunk keeps memory flat
-EVENT_CHUNK_SIZE = 1000
+EVENT_CHUNK_SIZE = 4000
 MEDIA_TYPES = {"csv": "text/csv; charset=utf-8", "parquet": "application/vnd.apache.parquet",
                "jsonl": "application/x-ndjson"}
 _CANONICAL_RUNS_PER_CHUNK = 100
@@ -384,6 +385,8 @@ def _json_text(value: Any) -> str:
 def _csv_cell(value: Any, type_: str) -> str:
     if value is None:
         return ""
+    if type_ == "string":
+        return neutralise_formula(str(value))
     if type_ in ("json", "list<string>", "list<int64>"):
         return _json_text(value)
     if type_ == "bool":
@@ -416,35 +419,34 @@ def _parquet_value(value: Any, type_: str) -> Any:
     return value
 
 
-class _Parts:
-    """A write-only text target for csv.writer that keeps the written pieces (a StringIO would
-    keep a buffer sized for its largest chunk, four bytes a character once any non-ASCII appears)."""
+_QUOTE_CHARS = frozenset(',"\n\r')
 
-    def __init__(self) -> None:
-        self.parts: list[str] = []
 
-    def write(self, text: str) -> int:
-        self.parts.append(text)
-        return len(text)
+def _csv_field(text: str) -> str:
+    if _QUOTE_CHARS.isdisjoint(text):
+        return text
+    return '"' + text.replace('"', '""') + '"'
 
-    def take(self) -> bytes:
-        out = "".join(self.parts).encode("utf-8")
-        self.parts = []
-        return out
+
+def csv_line(cells: list[str]) -> str:
+    """One CSV line: Python ``csv`` QUOTE_MINIMAL with ``\\n`` line ends, except that a cell
+    holding a carriage return is quoted too (``csv.writer`` leaves it bare, and readers then
+    split the row there)."""
+    if len(cells) == 1 and cells[0] == "":
+        return '""\n'
+    return ",".join(map(_csv_field, cells)) + "\n"
 
 
 def _csv_stream(spec: TableSpec, columns: list[str], chunks: Iterable[list[dict]], count: Callable[[int], None]
                 ) -> Iterator[bytes]:
     types = [spec.column(c).type for c in columns]
-    out = _Parts()
-    writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(columns)
-    yield out.take()
+    yield csv_line(columns).encode("utf-8")
     for rows in chunks:
-        writer.writerows([_csv_cell(row.get(c), t) for c, t in zip(columns, types)] for row in rows)
+        data = "".join([csv_line([_csv_cell(row.get(c), t) for c, t in zip(columns, types)]) for row in rows])
         count(len(rows))
         del rows
-        yield out.take()
+        yield data.encode("utf-8")
+        del data
 
 
 def _jsonl_stream(spec: TableSpec, columns: list[str], chunks: Iterable[list[dict]], count: Callable[[int], None]
@@ -516,6 +518,31 @@ def _parquet_stream(spec: TableSpec, columns: list[str], chunks: Iterable[list[d
     yield sink.drain()
 
 
+def _arrow_stream(session: Session, spec: TableSpec, fmt: str, opts: ExportOptions, count: Callable[[int], None]
+                  ) -> Iterator[bytes]:
+    """CSV or Parquet of a plain table, column-wise (see :mod:`app.exports.arrow`)."""
+    chunks = _arrow.arrow_chunks(session, spec, opts.rows_per_chunk(spec.name))
+    if fmt == "csv":
+        yield from _arrow.csv_blocks(spec, chunks, count)
+        return
+    schema = arrow_schema(spec)
+    sink = _DrainSink()
+    writer = pq.ParquetWriter(sink, schema, compression="zstd")
+    try:
+        for table in chunks:
+            if not table.num_rows:
+                continue
+            count(table.num_rows)
+            writer.write_table(_arrow.parquet_table(spec, table, schema))
+            del table
+            data = sink.drain()
+            if data:
+                yield data
+    finally:
+        writer.close()
+    yield sink.drain()
+
+
 _WRITERS = {"csv": _csv_stream, "jsonl": _jsonl_stream, "parquet": _parquet_stream}
 
 
@@ -532,6 +559,9 @@ def export_stream(engine: Engine, table: str, fmt: str, opts: ExportOptions | No
 
     def generate() -> Iterator[bytes]:
         with Session(engine) as session:
+            if fmt in ("csv", "parquet") and table in _arrow.FAST_TABLES:
+                yield from _arrow_stream(session, spec, fmt, opts, count)
+                return
             columns, chunks = iter_chunks(session, table, opts)
             yield from _WRITERS[fmt](spec, columns, chunks, count)
 

@@ -141,6 +141,11 @@ class ReportInputError(ValueError):
 
 
 def _missing(value: Any) -> bool:
+    t = type(value)
+    if t is str or t is int or t is bool:  # the common cases, before the generic checks
+        return False
+    if t is float:
+        return value != value
     if value is None or value is pd.NA or value is pd.NaT:
         return True
     if isinstance(value, (float, np.floating)):
@@ -149,6 +154,11 @@ def _missing(value: Any) -> bool:
 
 
 def _is_number(value: Any) -> bool:
+    t = type(value)
+    if t is int or t is float:  # fast path; bool is not int here (type(True) is bool)
+        return True
+    if t is str or t is bool or value is None:
+        return False
     return isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_))
 
 
@@ -253,7 +263,7 @@ def _numeric_metrics(name: str, i: int, row: Mapping[str, Any]) -> dict[str, flo
     value = row["metrics"]
     if _missing(value):
         return {}
-    if not isinstance(value, Mapping):
+    if type(value) is not dict and not isinstance(value, Mapping):
         raise ReportInputError(
             f"{_where(name, i, row)}: field 'metrics' must be a dict or missing, got {type(value).__name__}"
         )
@@ -683,18 +693,21 @@ def _build_units(
             "metrics": p["metrics"],
         }
 
+    # each run's and each principal's part once (a run has several principal and agent units)
+    run_parts = {run_id: run_part(run_id) for run_id in run_map}
+    principal_parts = {key: principal_part(key) for key in p_map}
     p_units = []
     for key in sorted(p_map):
         p_units.append(
-            {**run_part(key[0]), **principal_part(key), "modes": run_modes[key[0]], "cats": run_cats[key[0]]}
+            {**run_parts[key[0]], **principal_parts[key], "modes": run_modes[key[0]], "cats": run_cats[key[0]]}
         )
     a_units = []
     for key in sorted(a_map):
         a = a_map[key]
         a_units.append(
             {
-                **run_part(key[0]),
-                **principal_part((key[0], a["principal_id"])),
+                **run_parts[key[0]],
+                **principal_parts[(key[0], a["principal_id"])],
                 "model": a["model"],
                 "harness": a["harness"],
                 "role": a["role"],

@@ -1,0 +1,261 @@
+"""Column-wise (Arrow) export of the plain tables: events, principals, agents, audits, scenarios.
+
+The rows come from one query read chunk by chunk (``fetchmany`` on the driver's cursor; a
+server-side cursor on PostgreSQL), and each chunk becomes one Arrow table at once (one
+``pa.array`` per column) that is written without touching single cells in Python:
+
+* JSON columns are read as the text the database holds (``CAST(col AS TEXT)``), never decoded.
+  The app stores JSON compactly (:func:`app.core.db.json_dumps`), which is exactly the export's
+  JSON text; a value that is not in that form (written by an older version, with spaces or
+  ``\\u`` escapes, or holding ``NaN``) is found by a vectorised substring test and re-encoded
+  one by one, so every file is byte for byte what the per-cell writer made.
+* CSV: every column is turned into its text form by Arrow compute kernels (integers, booleans,
+  quoting of cells with ``,``, ``"`` or a newline, formula neutralisation of text cells), the
+  columns are joined into lines and the lines' bytes are taken straight from the Arrow buffer.
+* Parquet: the chunk's table goes to ``ParquetWriter.write_table``; list columns are parsed from
+  their JSON text by ``pyarrow.json``.
+
+Memory stays one chunk at a time.  :func:`app.exports.service.export_stream` uses this module for
+CSV and Parquet of the tables in :data:`FAST_TABLES`; the other tables keep the row-dict path.
+"""
+from __future__ import annotations
+
+import io
+import json
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.json as pajson
+from sqlalchemy import Text, cast, select
+from sqlmodel import Session
+
+from app.exports.schema import ARROW_TYPES, TableSpec
+from app.runs.models import Agent, Audit, Event, Principal, Run, Scenario
+
+__all__ = ["FAST_TABLES", "FORMULA_CHARS", "arrow_chunks", "csv_blocks", "neutralise_formula", "parquet_table"]
+
+#: a text cell starting with one of these is taken as a formula by spreadsheets
+FORMULA_CHARS = ("=", "+", "-", "@", "\t", "\r")
+_FORMULA_RE = "^'*[=+\\-@\t\r]"
+
+# JSON kinds: "value" (null stays null), "{}" / "[]" (a null or falsy value becomes that default,
+# as the row-dict readers' ``value or {}`` do)
+_FALSY_JSON = pa.array(["null", "{}", "[]", '""', "0", "false", "0.0", "-0.0"])
+_NEEDS_REENCODE = ", |: |\\\\u|NaN|Infinity"
+
+
+def neutralise_formula(value: str) -> str:
+    """A text cell as written to CSV: ``'`` is put in front of a cell that starts with ``=``,
+    ``+``, ``-``, ``@``, a tab or a carriage return (optionally after ``'``s, so that the rule can
+    be undone exactly: :func:`app.annotations.labels_import` strips one ``'`` again)."""
+    s = value.lstrip("'")
+    if s[:1] in FORMULA_CHARS:
+        return "'" + value
+    return value
+
+
+def _jtext(col) -> Any:
+    return cast(col, Text).label(col.key)
+
+
+def _specs() -> dict[str, tuple[Any, Any, list[str | None]]]:
+    """table -> (select statement whose first column is the row id, id column, JSON kind of
+    every exported column (None for a plain column))."""
+    return {
+        "scenarios": (
+            select(Scenario.id, Scenario.id, Scenario.family, Scenario.alignment, Scenario.title,
+                   Scenario.description, _jtext(Scenario.extra)),
+            Scenario.id, [None, None, None, None, None, "{}"]),
+        "principals": (
+            select(Principal.id, Run.run_id, Principal.principal_id, Principal.position, Principal.name,
+                   Principal.kind, Principal.objective, _jtext(Principal.constraints), Principal.success,
+                   Principal.score, _jtext(Principal.metrics), _jtext(Principal.extra))
+            .join(Run, Run.id == Principal.run_pk),
+            Principal.id, [None, None, None, None, None, None, "[]", None, None, "{}", "{}"]),
+        "agents": (
+            select(Agent.id, Run.run_id, Agent.agent_id, Agent.position, Agent.principal_id, Agent.role,
+                   Agent.model, Agent.harness, _jtext(Agent.private_state), _jtext(Agent.extra))
+            .join(Run, Run.id == Agent.run_pk),
+            Agent.id, [None, None, None, None, None, None, None, "{}", "{}"]),
+        "events": (
+            select(Event.id, Run.run_id, Event.seq, Event.ts, Event.kind, Event.actor, _jtext(Event.recipients),
+                   Event.visibility, Event.content, _jtext(Event.data), Event.parent_seq, Event.hop,
+                   _jtext(Event.extra))
+            .join(Run, Run.id == Event.run_pk),
+            Event.id, [None, None, None, None, None, "[]", None, None, "value", None, None, "{}"]),
+        "audits": (
+            select(Audit.id, Run.run_id, Audit.position, Audit.source, Audit.level, Audit.mode, Audit.agent,
+                   _jtext(Audit.evidence), Audit.note, _jtext(Audit.extra))
+            .join(Run, Run.id == Audit.run_pk),
+            Audit.id, [None, None, None, None, None, None, "[]", None, "{}"]),
+    }
+
+
+FAST_TABLES: tuple[str, ...] = ("scenarios", "principals", "agents", "events", "audits")
+
+
+def _export_json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False, default=str)
+
+
+def _json_array(arr: pa.Array, kind: str) -> pa.Array:
+    """JSON text as exported: compact, non-ASCII as is; nulls / defaults as the kind says."""
+    if isinstance(arr, pa.ChunkedArray):
+        arr = arr.combine_chunks()
+    if kind != "value":
+        falsy = pc.or_kleene(pc.is_null(arr), pc.is_in(arr, value_set=_FALSY_JSON))
+        arr = pc.if_else(falsy, pa.scalar(kind), arr)
+    else:
+        arr = pc.if_else(pc.equal(arr, "null"), pa.scalar(None, pa.string()), arr)
+    fix = pc.fill_null(pc.match_substring_regex(arr, _NEEDS_REENCODE), False)
+    if pc.any(fix).as_py():
+        new = []
+        for text in pc.filter(arr, fix).to_pylist():
+            v = json.loads(text)
+            if kind != "value" and not v:
+                v = json.loads(kind)
+            new.append(_export_json(v))
+        arr = pc.replace_with_mask(arr, fix, pa.array(new, type=pa.string()))
+    return arr
+
+
+def _to_table(columns: list, kinds: list[str | None], names: list[str], types: list[pa.DataType]) -> pa.Table:
+    """One chunk (the columns after the row id, as Python sequences or Arrow arrays) as the
+    export's Arrow table."""
+    arrays = []
+    for values, kind, type_ in zip(columns, kinds, types):
+        if kind is not None:
+            arrays.append(_json_array(values if isinstance(values, (pa.Array, pa.ChunkedArray))
+                                      else pa.array(values, type=pa.string()), kind))
+        elif isinstance(values, (pa.Array, pa.ChunkedArray)):
+            arrays.append(values.cast(type_) if values.type != type_ else values)
+        elif type_ == pa.bool_():  # SQLite hands booleans over as 0 / 1
+            arrays.append(pa.array([None if v is None else bool(v) for v in values], type=type_))
+        else:
+            arrays.append(pa.array(values, type=type_))
+    return pa.Table.from_arrays(arrays, names=names)
+
+
+def arrow_chunks(session: Session, spec: TableSpec, chunk_size: int) -> Iterator[pa.Table]:
+    """Yields the table's rows in chunks of ``chunk_size`` (in id order), each an Arrow table
+    with the export's columns: plain columns in their Arrow types, JSON and list columns as
+    export JSON text.
+
+    One query, read with ``fetchmany`` on the driver's own cursor (a server-side cursor on
+    PostgreSQL, so the client holds one chunk at a time), skipping SQLAlchemy's row objects."""
+    stmt, id_col, kinds = _specs()[spec.name]
+    names = spec.fixed_names
+    types = [ARROW_TYPES[spec.column(c).type] for c in names]
+    conn = session.connection()
+    sql = str(stmt.order_by(id_col).compile(dialect=conn.dialect, compile_kwargs={"literal_binds": True}))
+    raw = conn.connection.driver_connection
+    if conn.dialect.name == "postgresql":
+        cur = raw.cursor(name=f"a2annotate_export_{spec.name}")
+    else:
+        cur = raw.cursor()
+    try:
+        cur.execute(sql)
+        while True:
+            rows = cur.fetchmany(chunk_size)
+            if not rows:
+                return
+            cols = list(zip(*rows))
+            del rows
+            table = _to_table(cols[1:], kinds, names, types)
+            del cols
+            yield table
+            del table
+    finally:
+        cur.close()
+
+
+# --------------------------------------------------------------------------------------------
+# CSV
+
+
+def _quoted(arr: pa.Array) -> pa.Array:
+    """CSV quoting of a non-null text array: a cell with ``,``, ``"``, ``\\n`` or ``\\r`` is quoted
+    (:func:`app.exports.service.csv_line` does the same per row)."""
+    needs = pc.match_substring_regex(arr, '[,"\n\r]')
+    if not pc.any(needs).as_py():
+        return arr
+    q = pc.binary_join_element_wise(pa.scalar('"'), pc.replace_substring(arr, '"', '""'), pa.scalar('"'), "")
+    return pc.if_else(needs, q, arr)
+
+
+def _csv_text(arr: pa.ChunkedArray | pa.Array, type_: str) -> pa.Array:
+    if isinstance(arr, pa.ChunkedArray):
+        arr = arr.combine_chunks()
+    if type_ == "string":
+        bad = pc.fill_null(pc.match_substring_regex(arr, _FORMULA_RE), False)
+        if pc.any(bad).as_py():
+            arr = pc.if_else(bad, pc.binary_join_element_wise(pa.scalar("'"), arr, ""), arr)
+    elif type_ == "bool":
+        arr = pc.if_else(arr, pa.scalar("true"), pa.scalar("false"))
+    elif type_ == "int64":
+        arr = pc.cast(arr, pa.string())
+    elif type_ == "float64":  # repr(): Python's shortest round trip, as the row writer does
+        arr = pa.array([None if v is None or v != v else repr(v) for v in arr.to_pylist()], type=pa.string())
+    elif type_ not in ("json", "list<string>", "list<int64>"):
+        raise AssertionError(f"no Arrow CSV text for type {type_}")
+    return _quoted(pc.fill_null(arr, ""))
+
+
+def _buffer_bytes(arr: pa.Array) -> bytes:
+    """The concatenated values of a non-null string array, straight from its data buffer."""
+    if len(arr) == 0:
+        return b""
+    offsets = np.frombuffer(arr.buffers()[1], dtype=np.int32)
+    start, end = int(offsets[arr.offset]), int(offsets[arr.offset + len(arr)])
+    return arr.buffers()[2][start:end].to_pybytes()
+
+
+def csv_blocks(spec: TableSpec, chunks: Iterator[pa.Table], count: Callable[[int], None]) -> Iterator[bytes]:
+    """The CSV bytes: the header, then one block per chunk (the same bytes as the row writer)."""
+    from app.exports.service import csv_line
+
+    names = spec.fixed_names
+    yield csv_line(names).encode("utf-8")
+    types = [spec.column(c).type for c in names]
+    for table in chunks:
+        n = table.num_rows
+        cols = [_csv_text(table.column(i), t) for i, t in enumerate(types)]
+        del table
+        lines = pc.binary_join_element_wise(pc.binary_join_element_wise(*cols, ","), pa.scalar(""), "\n")
+        del cols
+        count(n)
+        yield _buffer_bytes(lines)
+        del lines
+
+
+# --------------------------------------------------------------------------------------------
+# Parquet
+
+
+def _json_lists(arr: pa.ChunkedArray | pa.Array, type_: pa.DataType) -> pa.Array:
+    if isinstance(arr, pa.ChunkedArray):
+        arr = arr.combine_chunks()
+    if len(arr) == 0:
+        return pa.array([], type=type_)
+    lines = pc.binary_join_element_wise(pa.scalar('{"v":'), pc.fill_null(arr, "null"), pa.scalar("}\n"), "")
+    parsed = pajson.read_json(
+        io.BytesIO(_buffer_bytes(lines)),
+        parse_options=pajson.ParseOptions(explicit_schema=pa.schema([("v", type_)])),
+    )
+    return parsed.column("v").combine_chunks().cast(type_)
+
+
+def parquet_table(spec: TableSpec, table: pa.Table, schema: pa.Schema) -> pa.Table:
+    """The chunk's table in its Parquet schema: list columns parsed from their JSON text."""
+    arrays = []
+    for name in spec.fixed_names:
+        type_ = spec.column(name).type
+        col = table.column(name)
+        if type_ in ("list<string>", "list<int64>"):
+            arrays.append(_json_lists(col, ARROW_TYPES[type_]))
+        else:
+            arrays.append(col)
+    return pa.Table.from_arrays(arrays, schema=schema)
