@@ -32,10 +32,6 @@ def _cell(value, ci) -> str:
     return f"{value:.3f}" + (f" [{ci[0]:.2f}, {ci[1]:.2f}]" if ci else "")
 
 
-#: this section's table (bench.run uses it instead of the common one)
-HEADER = ["| what | time / amount | ratio to baseline |", "|---|---|---|"]
-
-
 def main(quick: bool = False, n_runs: int | None = None) -> list[str]:
     n_runs = n_runs or (300 if quick else 1000)
     corpus = generate_corpus(n_runs, seed=0)
@@ -54,16 +50,18 @@ def main(quick: bool = False, n_runs: int | None = None) -> list[str]:
     elapsed = time.perf_counter() - t0
 
     ref = {d.run["run_id"]: {(t["mode"], t["agent"]) for t in d.truth} for d in corpus}
-    rows = [f"| canonical JSON of {n_runs} demo runs ({n_events:,} events), baseline | {baseline:.3f} s | 1.00 |",
-            f"| {len(detectors)} built-in detectors on the same runs | {elapsed:.3f} s | {elapsed / baseline:.2f} |"]
+    from bench.common import row
+
+    rows = [row(f"{len(detectors)} built-in detectors on {n_runs} demo runs ({n_events:,} events)", f"{elapsed:.3f} s",
+                f"canonical JSON of the same runs: {baseline:.3f} s", elapsed / baseline)]
     for k, det in enumerate(detectors):
         units = {r["run_id"]: (r["run_id"], {(x["mode"], x["agent"]) for x in res[k].labels})
                  for r, res in zip(runs, results)}
-        row = score_source(units, ref, [mm[det.key]], level="agent", n_boot=1000, seed=0)["modes"][0]
-        rows.append(f"| detector {det.name} -> {row['mode']} vs seeded truth (tp {row['tp']}, fp {row['fp']}, "
-                    f"fn {row['fn']}): precision {_cell(row['precision'], row['precision_ci'])}, recall "
-                    f"{_cell(row['recall'], row['recall_ci'])}, F1 {_cell(row['f1'], row['f1_ci'])} | "
-                    f"{n_runs} runs | n/a |")
+        sc = score_source(units, ref, [mm[det.key]], level="agent", n_boot=1000, seed=0)["modes"][0]
+        rows.append(row(f"detector {det.name} -> {sc['mode']} vs seeded truth (tp {sc['tp']}, fp {sc['fp']}, "
+                        f"fn {sc['fn']})", f"precision {_cell(sc['precision'], sc['precision_ci'])}, recall "
+                        f"{_cell(sc['recall'], sc['recall_ci'])}, F1 {_cell(sc['f1'], sc['f1_ci'])}",
+                        f"{n_runs} runs", None))
     return rows
 
 
@@ -71,6 +69,8 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description="Benchmark the detectors (see module docstring).")
     parser.add_argument("--quick", action="store_true", help="300 runs")
     args = parser.parse_args()
-    print("| what | time / amount | ratio to baseline |")
+    from bench.common import HEADER
+
+    print("\n".join(HEADER))
     print("|---|---|---|")
     print("\n".join(main(quick=args.quick)))

@@ -72,24 +72,25 @@ def _browser(engine) -> dict[str, float]:
     return {"dcl_ms": timing[0], "transfer_bytes": timing[1], "dom_nodes": nodes}
 
 
-#: this section's table (bench.run uses it instead of the common one)
-HEADER = ["| what | time / amount | ratio to baseline |", "|---|---|---|"]
-
-
 def main(quick: bool = False) -> list[str]:
+    from bench.common import row
+
     m = _measure(500 if quick else 2000)
     n = "500" if quick else "2,000"
     rows = [
-        f"| run page, {n} events: HTML uncompressed (baseline) | {m['raw_bytes'] / 1024:.0f} KB | 1.00 |",
-        f"| run page, {n} events: gzip on the wire | {m['gzip_bytes'] / 1024:.0f} KB | {m['gzip_bytes'] / m['raw_bytes']:.2f} |",
-        f"| run page, {n} events: server time, first request (trace built) | {m['first_s']:.2f} s | |",
-        f"| run page, {n} events: server time, repeat (trace cached per content hash) | {m['cached_s']:.2f} s | {m['cached_s'] / m['first_s']:.2f} of first |",
-        f"| run page, {n} events: event rows in the DOM at load (rest in templates) | {m['rows_in_dom_at_load']:.0f} | |",
+        row(f"run page, {n} events: bytes on the wire (gzip)", f"{m['gzip_bytes'] / 1024:.0f} KB",
+            f"{m['raw_bytes'] / 1024:.0f} KB uncompressed", m["gzip_bytes"] / m["raw_bytes"],
+            "under 300 KB", "yes" if m["gzip_bytes"] < 300 * 1024 else "**no**"),
+        row(f"run page, {n} events: server time, repeat (trace cached per content hash)", f"{m['cached_s']:.2f} s",
+            f"first request (trace built): {m['first_s']:.2f} s", m["cached_s"] / m["first_s"]),
+        row(f"run page, {n} events: event rows in the DOM at load (rest in templates)",
+            f"{m['rows_in_dom_at_load']:.0f}", f"{n} events", None),
     ]
     if "dom_nodes" in m:
-        rows += [f"| run page, {n} events: chromium DOM elements / DOMContentLoaded | {m['dom_nodes']:.0f} / {m['dcl_ms']:.0f} ms | |"]
+        rows.append(row(f"run page, {n} events: chromium DOM elements / DOMContentLoaded",
+                        f"{m['dom_nodes']:.0f} / {m['dcl_ms']:.0f} ms", "", None, "under 1 s to interactive",
+                        "yes" if m["dcl_ms"] < 1000 else "**no**"))
     return rows
-
 
 if __name__ == "__main__":
     print("\n".join(main()))
