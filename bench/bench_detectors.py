@@ -72,5 +72,4 @@ if __name__ == "__main__":
     from bench.common import HEADER
 
     print("\n".join(HEADER))
-    print("|---|---|---|")
     print("\n".join(main(quick=args.quick)))
