@@ -44,6 +44,8 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
+from app.ingest import safejson
+
 log = logging.getLogger(__name__)
 
 HOP_BY_HOP = frozenset({"connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "te",
@@ -212,7 +214,7 @@ class Recorder:
                 line = line.strip()
                 if line:
                     try:
-                        out.append(json.loads(line))
+                        out.append(safejson.loads(line))
                     except ValueError:
                         log.warning("recorder: unreadable spool line skipped")
         return out
@@ -277,7 +279,7 @@ def _json(data: bytes) -> Any:
     if not data.strip():
         return None
     try:
-        return json.loads(data)
+        return safejson.loads(data)
     except (UnicodeDecodeError, ValueError):
         return {"raw": data.decode("utf-8", "replace")[:100_000]}
 

@@ -24,6 +24,7 @@ from starlette.concurrency import run_in_threadpool
 from app.auth.service import user_for_token
 from app.core.config import get_settings
 from app.core.db import session_scope
+from app.ingest import safejson
 from app.ingest.otlp import OtlpFormatError, read_body
 from app.ingest.sidecar import SidecarError, check_sidecar, load_sidecar
 
@@ -90,7 +91,7 @@ def _sidecar(request: Request) -> dict:
     raw = request.headers.get(SIDECAR_HEADER)
     if raw:
         try:
-            doc = json.loads(unquote(raw))
+            doc = safejson.loads(unquote(raw))
         except ValueError as exc:
             raise SidecarError(f"{SIDECAR_HEADER} header: not JSON: {exc}") from None
         side = {**side, **check_sidecar(doc, f"{SIDECAR_HEADER} header")}

@@ -13,7 +13,6 @@ Pure: no database.
 """
 from __future__ import annotations
 
-import json
 import os
 import re
 from collections import Counter, defaultdict
@@ -21,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from app.ingest import safejson
 from app.ingest.profile import Profile, dump_profile, load_profile
 
 SAMPLE_RUNS = 25
@@ -169,7 +169,7 @@ def _records(path: Path, limit: int = SAMPLE_RECORDS) -> tuple[list, str | None]
                     line = line.strip()
                     if line:
                         try:
-                            out.append(json.loads(line))
+                            out.append(safejson.loads(line))
                         except ValueError:
                             continue
                     if len(out) >= limit:
@@ -177,7 +177,7 @@ def _records(path: Path, limit: int = SAMPLE_RECORDS) -> tuple[list, str | None]
             return out, None
         if path.suffix.lower() == ".json":
             with open(path, encoding="utf-8-sig") as f:
-                doc = json.load(f)
+                doc = safejson.load(f)
         elif path.suffix.lower() in (".yaml", ".yml"):
             import yaml
 

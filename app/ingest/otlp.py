@@ -354,7 +354,7 @@ def _str(attrs: dict, *keys: str) -> str | None:
 def _maybe_json(v: Any) -> Any:
     if isinstance(v, str) and v[:1] in ("{", "["):
         try:
-            return json.loads(v)
+            return safejson.loads(v)
         except ValueError:
             return v
     return v
