@@ -18,11 +18,12 @@ from collections import Counter
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from app.ingest import safejson, safeyaml
+from app.ingest import safejson
 from app.ingest.canonical import Location, RunFormatError, epoch_to_iso, ts_key, ts_order
 from app.ingest.items import ImportItem
 from app.ingest.lenient import normalize_lenient
 from app.ingest.profile import Profile, dotted_get, dotted_pop, fill, key_candidates
+from app.ingest.tree import load_doc
 
 MAX_INLINE_ARTIFACT = 1 << 20
 _LIST_KEYS = ("events", "messages", "conversation", "turns", "steps", "records", "items", "results", "checks",
@@ -97,25 +98,6 @@ def read_records(path: Path, shown: str, list_key: str | None) -> list[tuple[Any
     if isinstance(doc, list):
         return [(item, Location(shown, pointer=f"{pointer}[{i}]")) for i, item in enumerate(doc)]
     return [(doc, Location(shown))]
-
-
-def load_doc(path: Path, shown: str) -> Any:
-    try:
-        text = path.read_text(encoding="utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise RunFormatError(Location(shown), f"not UTF-8 text: {exc.reason}") from None
-    if path.suffix.lower() in (".yaml", ".yml"):
-        import yaml
-
-        try:
-            return safeyaml.load(text)
-        except yaml.YAMLError as exc:
-            raise RunFormatError(Location(shown), f"not valid YAML: {exc}") from None
-    try:
-        return safejson.loads(text)
-    except json.JSONDecodeError as exc:
-        raise RunFormatError(Location(shown, exc.lineno), f"not valid JSON: {exc.msg} (column {exc.colno})") \
-            from None
 
 
 def parse_path(template: str | list[str] | None, rel: str) -> dict[str, str] | None:

@@ -211,8 +211,8 @@ def is_run_dir(filenames: list[str], mapping: Mapping) -> bool:
 
 # --------------------------------------------------------------------------- file loading
 
-def _load_doc(path: Path, shown: str) -> Any:
-    """Parse a whole JSON (or YAML) file."""
+def load_doc(path: Path, shown: str) -> Any:
+    """Parse a whole JSON (or YAML) file within the input limits; RunFormatError names file and line."""
     try:
         text = path.read_text(encoding="utf-8-sig")
     except UnicodeDecodeError as exc:
@@ -248,7 +248,7 @@ def _records(path: Path, shown: str, list_keys: tuple[str, ...]) -> Iterator[tup
                 except (UnicodeDecodeError, json.JSONDecodeError) as exc:
                     raise RunFormatError(Location(shown, lineno), f"not valid JSON: {exc}") from None
         return
-    doc = _load_doc(path, shown)
+    doc = load_doc(path, shown)
     if isinstance(doc, dict):
         for key in list_keys:
             if isinstance(doc.get(key), list):
@@ -333,7 +333,7 @@ class _RunDir:
 
     def doc(self, rel: str) -> Any:
         self.used.add(rel)
-        return _load_doc(self.dir / rel, self.shown(rel))
+        return load_doc(self.dir / rel, self.shown(rel))
 
     def records(self, rel: str, list_keys: tuple[str, ...] = ()) -> Iterator[tuple[Any, Location]]:
         self.used.add(rel)
