@@ -271,8 +271,8 @@ def load_items(engine: Engine, items: Iterable[Any], *, replace: bool = False, b
     input order.
 
     On SQLite the write lock is held only while a batch is written (parsing happens outside any
-    write transaction), a batch that held the lock longer than SQLITE_MAX_WRITE_MS makes the next
-    one half as large, and after each commit the import pauses briefly (SQLITE_WRITER_YIELD_MS)
+    write transaction), batches start small and grow while they hold the lock for less than
+    SQLITE_MAX_WRITE_MS (a slower one halves the next), and after each commit the import pauses briefly (SQLITE_WRITER_YIELD_MS)
     so that annotators' saves get their turn.
 
     An item's `warnings` (what a lenient reader kept aside) are collected in the summary; with
@@ -287,7 +287,9 @@ def load_items(engine: Engine, items: Iterable[Any], *, replace: bool = False, b
     session = write_session(engine)  # SQLite: BEGIN IMMEDIATE (see app.core.db)
     clock = TransactionClock(engine)  # SQLite: hold the write lock briefly, then let annotators in
     batch: list[Any] = []
-    size = [max(1, batch_size)]  # SQLite: shrinks while one batch holds the write lock too long
+    # SQLite: the batch size adapts so that one batch holds the write lock for at most
+    # SQLITE_MAX_WRITE_MS: it starts small, doubles while batches are quick, halves when one is slow
+    size = [min(max(1, batch_size), 25) if clock.enabled else max(1, batch_size)]
 
     def reject(item: Any, run: dict, exc: Exception) -> None:
         summary.rejected += 1
