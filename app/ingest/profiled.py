@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import fnmatch
 import json
-import mimetypes
 import os
 import re
 from collections import Counter
@@ -23,9 +22,8 @@ from app.ingest.canonical import Location, RunFormatError, epoch_to_iso, ts_key,
 from app.ingest.items import ImportItem
 from app.ingest.lenient import normalize_lenient
 from app.ingest.profile import Profile, dotted_get, dotted_pop, fill, key_candidates
-from app.ingest.tree import load_doc
+from app.ingest.tree import artifact_event, load_doc
 
-MAX_INLINE_ARTIFACT = 1 << 20
 _LIST_KEYS = ("events", "messages", "conversation", "turns", "steps", "records", "items", "results", "checks",
               "judgments", "judgements", "audits", "hops", "entries", "data")
 _TRUE = {"true", "pass", "passed", "ok", "yes", "success", "succeeded", "1"}
@@ -733,16 +731,7 @@ class ProfiledRun:
 
     def artifact_event(self, rel: str) -> dict:
         self.used.add(rel)
-        path = self.dir / rel
-        size = path.stat().st_size
-        content = None
-        if size <= MAX_INLINE_ARTIFACT:
-            try:
-                content = path.read_bytes().decode("utf-8")
-            except UnicodeDecodeError:
-                content = None
-        return {"kind": "artifact", "actor": "system", "visibility": "private", "content": content,
-                "data": {"path": rel, "size": size, "media_type": mimetypes.guess_type(rel)[0]}}
+        return artifact_event(self.dir, rel)
 
     def indexed_artifacts(self, ordered: list[tuple[dict, Location, int]]) -> list[tuple[dict, Location, int]]:
         """Artifacts listed in an ``artifact_index`` file (file, turn, actor): each becomes an
@@ -790,18 +779,7 @@ class ProfiledRun:
         for rel, _ in self.by_role("artifact"):
             if rel in self.used:
                 continue
-            self.used.add(rel)
-            path = self.dir / rel
-            size = path.stat().st_size
-            content = None
-            if size <= MAX_INLINE_ARTIFACT:
-                try:
-                    content = path.read_bytes().decode("utf-8")
-                except UnicodeDecodeError:
-                    content = None
-            events.append({"seq": len(events), "kind": "artifact", "actor": "system", "visibility": "private",
-                           "content": content,
-                           "data": {"path": rel, "size": size, "media_type": mimetypes.guess_type(rel)[0]}})
+            events.append({"seq": len(events), **self.artifact_event(rel)})
             locs.append(Location(self.shown(rel)))
 
     # -- metrics and per-principal outcomes

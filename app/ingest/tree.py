@@ -211,6 +211,21 @@ def is_run_dir(filenames: list[str], mapping: Mapping) -> bool:
 
 # --------------------------------------------------------------------------- file loading
 
+def artifact_event(run_dir: Path, rel: str) -> dict[str, Any]:
+    """The private `artifact` event (no seq) of a filed artifact at `rel` in `run_dir`: its text
+    inline when it is UTF-8 and at most MAX_INLINE_ARTIFACT bytes, its path, size and media type."""
+    path = run_dir / rel
+    size = path.stat().st_size
+    content = None
+    if size <= MAX_INLINE_ARTIFACT:
+        try:
+            content = path.read_bytes().decode("utf-8")
+        except UnicodeDecodeError:
+            content = None
+    return {"kind": "artifact", "actor": "system", "visibility": "private", "content": content,
+            "data": {"path": rel, "size": size, "media_type": mimetypes.guess_type(rel)[0]}}
+
+
 def load_doc(path: Path, shown: str) -> Any:
     """Parse a whole JSON (or YAML) file within the input limits; RunFormatError names file and line."""
     try:
@@ -651,16 +666,7 @@ class _RunDir:
             if rel in self.used:
                 continue
             self.used.add(rel)
-            path = self.dir / rel
-            size = path.stat().st_size
-            content = None
-            if size <= MAX_INLINE_ARTIFACT:
-                try:
-                    content = path.read_bytes().decode("utf-8")
-                except UnicodeDecodeError:
-                    content = None
-            event = {"kind": "artifact", "actor": "system", "visibility": "private", "content": content,
-                     "data": {"path": rel, "size": size, "media_type": mimetypes.guess_type(rel)[0]}}
+            event = artifact_event(self.dir, rel)
             if numeric:
                 event["seq"] = len(entries)
             entries.append(event)
