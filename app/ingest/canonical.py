@@ -518,12 +518,17 @@ class _Normalizer:
             "metadata": metadata,
         }
 
-    def audit(self, raw: dict, path: str, known: set[str], n_events: int) -> dict[str, Any]:
-        metadata = self.obj(raw.get("metadata"), f"{path}.metadata")
-        self.merge_unknown(metadata, raw, AUDIT_KEYS, f"{path}.metadata")
+    def known_agent(self, raw: dict, path: str, known: set[str]) -> str | None:
+        """The record's optional `agent`, which must name an agent or principal of this run."""
         agent = self.opt_str(raw.get("agent"), f"{path}.agent")
         if agent is not None and agent not in known:
             self.fail(f"{path}.agent", f"{agent!r} is not an agent id or principal id of this run")
+        return agent
+
+    def audit(self, raw: dict, path: str, known: set[str], n_events: int) -> dict[str, Any]:
+        metadata = self.obj(raw.get("metadata"), f"{path}.metadata")
+        self.merge_unknown(metadata, raw, AUDIT_KEYS, f"{path}.metadata")
+        agent = self.known_agent(raw, path, known)
         evidence = self.evidence(raw.get("evidence"), path, n_events)
         mode = raw.get("mode")
         if mode is None:  # an attribution (who and when, no mode) needs both
@@ -545,9 +550,7 @@ class _Normalizer:
     def check(self, raw: dict, path: str, known: set[str], n_events: int) -> dict[str, Any]:
         metadata = self.obj(raw.get("metadata"), f"{path}.metadata")
         self.merge_unknown(metadata, raw, CHECK_KEYS, f"{path}.metadata")
-        agent = self.opt_str(raw.get("agent"), f"{path}.agent")
-        if agent is not None and agent not in known:
-            self.fail(f"{path}.agent", f"{agent!r} is not an agent id or principal id of this run")
+        agent = self.known_agent(raw, path, known)
         return {
             "source": self.req_str(raw, "source", f"{path}.source"),
             "level": self.opt_str(raw.get("level"), f"{path}.level"),
