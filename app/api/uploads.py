@@ -249,14 +249,6 @@ async def _read_multipart(request: Request, body: _Body, writer: _Writer) -> tup
     return state["filename"], state["ctype"]
 
 
-async def read_upload(request: Request, body_filename: Callable[[str], str], empty_hint: str) -> tuple[bytes, str, str]:
-    """Return (data, filename, content_type) of a raw body or of a multipart field `file`, read
-    through `receive_upload` (same limits); for callers that need the bytes themselves."""
-    with await receive_upload(request, body_filename, empty_hint) as up:
-        data = await run_in_threadpool(up.path.read_bytes)
-    return data, up.filename, up.content_type
-
-
 def upload_request_body(raw: dict[str, str], description: str) -> dict:
     """Returns the OpenAPI `requestBody` of an upload route (the route reads the raw request, so
     FastAPI cannot infer it): each raw content type in `raw` (type -> description) plus a multipart

@@ -483,15 +483,6 @@ def import_paths(engine: Engine, paths: Iterable[str], *, fmt: str | None = None
                       after_store=_after_store_default, strict=strict)
 
 
-def import_bytes(engine: Engine, data: bytes, filename: str, content_type: str = "",
-                 replace: bool = False, strict: bool = False) -> ImportSummary:
-    """Import an uploaded body (JSON array, JSON Lines, single run, wire log or zip)."""
-    from app.ingest import iter_bytes
-
-    return load_items(engine, iter_bytes(data, filename, content_type), replace=replace,
-                      after_store=_after_store_default, strict=strict)
-
-
 def store_live_run(session: Session, run: dict[str, Any], *, source: str | None = None) -> str:
     """Store a run that is still growing (live capture: POST /v1/traces, the recording proxy).
 
