@@ -386,6 +386,319 @@ def _parse_report_labels(
     return out
 
 
+# --------------------------------------------------------------------------------------------
+# columnar parsing / validation
+#
+# The same checks as the row-by-row parsers above, as whole-column operations.  Each check is
+# *sufficient*: when a column passes, every row parser would have accepted it and produced the
+# values taken here.  When any column fails (bad input, or a type the fast path does not know),
+# the row parser runs on that frame instead: it raises the error naming the first bad row and
+# field, or returns its values, which are then put into columns.  So the results and the error
+# messages are those of the row parsers by construction.
+
+#: types a missing value can have (what :func:`_missing` accepts, plus non-missing floats,
+#: which :func:`_missing_mask` tells apart)
+_MISSING_TYPES = frozenset({type(None), float, np.float64, np.float32, np.float16, type(pd.NA), type(pd.NaT)})
+_NUMBER_TYPES = frozenset({int, float, np.float64, np.float32, np.float16, np.int64, np.int32, np.int16,
+                           np.int8, np.uint64, np.uint32, np.uint16, np.uint8})
+_BOOL_TYPES = frozenset({bool, np.bool_})
+
+
+class _Fallback(Exception):
+    """A column did not pass a columnar check: use the row parser."""
+
+
+def _objects(df: pd.DataFrame, field: str) -> np.ndarray:
+    return df[field].to_numpy(dtype=object)
+
+
+def _types(values: np.ndarray) -> set[type]:
+    return set(map(type, values))
+
+
+def _is_str_type(t: type) -> bool:
+    return t is str or issubclass(t, str)
+
+
+def _missing_mask(values: np.ndarray, types: set[type]) -> np.ndarray:
+    """Boolean mask of the values :func:`_missing` calls missing; ``types`` (the value types)
+    must be within :data:`_MISSING_TYPES` plus string and number types."""
+    if types <= {str}:
+        return np.zeros(len(values), dtype=bool)
+    return pd.isna(values)
+
+
+def _col_str(df: pd.DataFrame, field: str, optional: bool) -> np.ndarray:
+    """Values of a required (non-empty) or optional string column, missing -> None."""
+    values = _objects(df, field)
+    types = _types(values)
+    if not optional:
+        if not all(_is_str_type(t) for t in types) or (len(values) and (values == "").any()):
+            raise _Fallback
+        return values
+    other = {t for t in types if not _is_str_type(t)}
+    if not other:
+        return values
+    if not other <= _MISSING_TYPES:
+        raise _Fallback
+    mask = _missing_mask(values, types)
+    if not all(_is_str_type(t) for t in _types(values[~mask])):
+        raise _Fallback
+    out = values.copy()
+    out[mask] = None
+    return out
+
+
+def _col_choice(df: pd.DataFrame, field: str, allowed: Sequence[str], optional: bool) -> np.ndarray:
+    values = _objects(df, field)
+    types = _types(values)
+    if not all(_is_str_type(t) for t in types):
+        if not optional:
+            raise _Fallback
+        values = _col_str(df, field, optional=True)
+    present = ~pd.isna(values) if optional else None
+    check = values if present is None else values[present]
+    if not pd.Series(check, dtype=object).isin(list(allowed)).all():
+        raise _Fallback
+    return values
+
+
+def _col_number(df: pd.DataFrame, field: str) -> np.ndarray:
+    """A number-or-missing column as float64, NaN for missing (what ``float(value)`` gives)."""
+    col = df[field]
+    if col.dtype.kind in "fiu":
+        return col.to_numpy(dtype=np.float64, na_value=np.nan)
+    values = _objects(df, field)
+    types = _types(values)
+    if not types <= (_NUMBER_TYPES | _MISSING_TYPES):
+        raise _Fallback
+    mask = _missing_mask(values, types)
+    out = np.full(len(values), np.nan)
+    out[~mask] = values[~mask].astype(np.float64)
+    return out
+
+
+def _col_bool(df: pd.DataFrame, field: str) -> tuple[np.ndarray, np.ndarray]:
+    """A true/false/missing column (0 and 1 count as false and true): ``(known, value)``."""
+    col = df[field]
+    if col.dtype == np.bool_:
+        return np.ones(len(col), dtype=bool), col.to_numpy(dtype=bool)
+    values = _objects(df, field)
+    types = _types(values)
+    if not types <= (_BOOL_TYPES | _NUMBER_TYPES | _MISSING_TYPES):
+        raise _Fallback
+    known = ~_missing_mask(values, types)
+    numbers_ = values[known].astype(np.float64)
+    if not np.isin(numbers_, (0.0, 1.0)).all():
+        raise _Fallback
+    value = np.zeros(len(values), dtype=bool)
+    value[known] = numbers_ == 1.0
+    return known, value
+
+
+def _col_metrics(df: pd.DataFrame) -> tuple[np.ndarray, list[str], list[float]]:
+    """The numeric metrics of every row, long form: ``(row, name, value)`` arrays (the entries
+    :func:`_numeric_metrics` keeps, in its order; a later duplicate name of one row wins)."""
+    rows: list[int] = []
+    names: list[str] = []
+    vals: list[float] = []
+    odd_keys = False
+    isfinite = math.isfinite
+    for i, d in enumerate(_objects(df, "metrics")):
+        if type(d) is dict:
+            for key, v in d.items():
+                t = type(v)
+                if t is float:
+                    if not isfinite(v):
+                        continue
+                elif t is int:
+                    v = float(v)
+                elif t is str or t is bool or t is list or t is dict or v is None:
+                    continue
+                elif _is_number(v) and isfinite(float(v)):
+                    v = float(v)
+                else:
+                    continue
+                if type(key) is not str:
+                    key, odd_keys = str(key), True
+                rows.append(i)
+                names.append(key)
+                vals.append(v)
+        elif not (d is None or (type(d) is float and d != d)):
+            raise _Fallback
+    if odd_keys:  # str(key) may make two keys of one row the same name: the last one counts
+        frame = pd.DataFrame({"row": rows, "name": names, "value": vals}).drop_duplicates(
+            ["row", "name"], keep="last").sort_index()
+        return frame["row"].to_numpy(), list(frame["name"]), list(frame["value"])
+    return np.asarray(rows, dtype=np.int64), names, vals
+
+
+def _unique_pairs(a: np.ndarray, b: np.ndarray) -> bool:
+    return not pd.MultiIndex.from_arrays([a, b]).duplicated().any() if len(a) else True
+
+
+def _runs_columns(runs: pd.DataFrame) -> pd.DataFrame:
+    """The runs frame checked as :func:`_parse_runs` checks it, in row order, missing -> None
+    (``aggregate_score`` NaN)."""
+    _check_frame(runs, RUN_COLUMNS, "runs")
+    try:
+        run_id = _col_str(runs, "run_id", optional=False)
+        if pd.Index(run_id).has_duplicates:
+            raise _Fallback
+        out = pd.DataFrame({
+            "run_id": run_id,
+            "scenario_id": _col_str(runs, "scenario_id", optional=False),
+            "family": _col_str(runs, "family", optional=False),
+            "alignment": _col_choice(runs, "alignment", ALIGNMENTS, optional=True),
+            "status": _col_choice(runs, "status", STATUSES, optional=False),
+            "aggregate_score": _col_number(runs, "aggregate_score"),
+        }, index=pd.RangeIndex(len(runs)))
+    except _Fallback:
+        parsed = list(_parse_runs(runs).values())
+        out = pd.DataFrame({c: [r[c] for r in parsed] for c in RUN_COLUMNS}, dtype=object)
+        out["aggregate_score"] = np.array([np.nan if r["aggregate_score"] is None else r["aggregate_score"]
+                                           for r in parsed], dtype=np.float64)
+    return out
+
+
+def _principals_columns(principals: pd.DataFrame, run_ids: pd.Index
+                        ) -> tuple[pd.DataFrame, tuple[np.ndarray, list[str], list[float]]]:
+    """The principals frame checked as :func:`_parse_principals` checks it: columns run_id,
+    principal_id, kind, known (the success flag is present), flag, score (NaN when missing),
+    and the numeric metrics in long form (see :func:`_col_metrics`)."""
+    _check_frame(principals, PRINCIPAL_COLUMNS, "principals")
+    try:
+        run_id = _col_str(principals, "run_id", optional=False)
+        if (run_ids.get_indexer(run_id) < 0).any():
+            raise _Fallback
+        pid = _col_str(principals, "principal_id", optional=False)
+        if not _unique_pairs(run_id, pid):
+            raise _Fallback
+        known, flag = _col_bool(principals, "success")
+        out = pd.DataFrame({
+            "run_id": run_id, "principal_id": pid,
+            "kind": _col_choice(principals, "kind", PRINCIPAL_KINDS, optional=True),
+            "known": known, "flag": flag, "score": _col_number(principals, "score"),
+        }, index=pd.RangeIndex(len(principals)))
+        metrics = _col_metrics(principals)
+    except _Fallback:
+        parsed = list(_parse_principals(principals, dict.fromkeys(run_ids)).values())
+        out = pd.DataFrame({
+            "run_id": pd.Series([p["run_id"] for p in parsed], dtype=object),
+            "principal_id": pd.Series([p["principal_id"] for p in parsed], dtype=object),
+            "kind": pd.Series([p["kind"] for p in parsed], dtype=object),
+            "known": np.array([p["success"] is not None for p in parsed], dtype=bool),
+            "flag": np.array([bool(p["success"]) for p in parsed], dtype=bool),
+            "score": np.array([np.nan if p["score"] is None else p["score"] for p in parsed], dtype=np.float64),
+        })
+        rows, names, vals = [], [], []
+        for i, p in enumerate(parsed):
+            for k, v in p["metrics"].items():
+                rows.append(i)
+                names.append(k)
+                vals.append(v)
+        metrics = (np.asarray(rows, dtype=np.int64), names, vals)
+    return out, metrics
+
+
+def _agents_columns(agents: pd.DataFrame, run_ids: pd.Index, principal_keys: pd.MultiIndex) -> pd.DataFrame:
+    """The agents frame checked as :func:`_parse_agents` checks it, plus ``p`` (the row of the
+    agent's principal among ``principal_keys``)."""
+    _check_frame(agents, AGENT_COLUMNS, "agents")
+    try:
+        run_id = _col_str(agents, "run_id", optional=False)
+        if (run_ids.get_indexer(run_id) < 0).any():
+            raise _Fallback
+        aid = _col_str(agents, "agent_id", optional=False)
+        if not _unique_pairs(run_id, aid):
+            raise _Fallback
+        pid = _col_str(agents, "principal_id", optional=False)
+        p = principal_keys.get_indexer(pd.MultiIndex.from_arrays([run_id, pid])) if len(run_id) else \
+            np.zeros(0, dtype=np.int64)
+        if (p < 0).any():
+            raise _Fallback
+        out = pd.DataFrame({
+            "run_id": run_id, "agent_id": aid, "principal_id": pid,
+            "role": _col_str(agents, "role", optional=True),
+            "model": _col_str(agents, "model", optional=True),
+            "harness": _col_str(agents, "harness", optional=True),
+            "p": p,
+        }, index=pd.RangeIndex(len(agents)))
+    except _Fallback:
+        keys = dict.fromkeys(zip(principal_keys.get_level_values(0), principal_keys.get_level_values(1))) \
+            if len(principal_keys) else {}
+        parsed = list(_parse_agents(agents, dict.fromkeys(run_ids), keys).values())
+        out = pd.DataFrame({c: pd.Series([a[c] for a in parsed], dtype=object) for c in AGENT_COLUMNS})
+        out["p"] = principal_keys.get_indexer(pd.MultiIndex.from_arrays(
+            [out["run_id"].to_numpy(), out["principal_id"].to_numpy()])) if len(out) else np.zeros(0, np.int64)
+    return out
+
+
+def _report_labels_columns(labels: pd.DataFrame, run_ids: pd.Index, agent_keys: pd.MultiIndex | None
+                           ) -> pd.DataFrame:
+    """The labels frame checked as :func:`_parse_report_labels` checks it (run_id, mode,
+    category, agent; missing -> None), in row order."""
+    _check_frame(labels, REPORT_LABEL_COLUMNS, "labels")
+    try:
+        run_id = _col_str(labels, "run_id", optional=False)
+        if (run_ids.get_indexer(run_id) < 0).any():
+            raise _Fallback
+        agent = _col_str(labels, "agent", optional=True)
+        if agent_keys is not None:
+            named = np.array([a is not None for a in agent], dtype=bool)
+            if named.any() and (agent_keys.get_indexer(
+                    pd.MultiIndex.from_arrays([run_id[named], agent[named]])) < 0).any():
+                raise _Fallback
+        out = pd.DataFrame({
+            "run_id": run_id, "mode": _col_str(labels, "mode", optional=False),
+            "category": _col_str(labels, "category", optional=True), "agent": agent,
+        }, index=pd.RangeIndex(len(labels)))
+    except _Fallback:
+        keys = None
+        if agent_keys is not None:
+            keys = dict.fromkeys(zip(agent_keys.get_level_values(0), agent_keys.get_level_values(1))) \
+                if len(agent_keys) else {}
+        parsed = _parse_report_labels(labels, dict.fromkeys(run_ids), keys)
+        out = pd.DataFrame({c: pd.Series([r[c] for r in parsed], dtype=object) for c in REPORT_LABEL_COLUMNS})
+    return out
+
+
+def _codes(*columns: np.ndarray) -> tuple[np.ndarray, int]:
+    """Group codes of the rows of ``columns`` (None/NaN is a value of its own): ``(codes, n_groups)``."""
+    n = len(columns[0])
+    codes = np.zeros(n, dtype=np.int64)
+    for col in columns:
+        c, uniques = pd.factorize(col, use_na_sentinel=False)
+        codes = codes * max(len(uniques), 1) + c
+    if len(columns) > 1:
+        codes, uniques = pd.factorize(codes)
+        return codes.astype(np.int64), len(uniques)
+    return codes, int(codes.max()) + 1 if n else 0
+
+
+def _group_fsum(groups: np.ndarray, values: np.ndarray, n_groups: int) -> np.ndarray:
+    """Per group, the correctly rounded sum (math.fsum) of ``values``: float64 array."""
+    out = np.zeros(n_groups)
+    if not len(values):
+        return out
+    order = np.argsort(groups, kind="stable")
+    g, v = groups[order], values[order].tolist()
+    bounds = np.flatnonzero(np.diff(g)) + 1
+    starts = [0, *bounds.tolist()]
+    ends = [*bounds.tolist(), len(v)]
+    for s, e in zip(starts, ends):
+        out[g[s]] = math.fsum(v[s:e])
+    return out
+
+
+def _rates(hits: np.ndarray, total: np.ndarray) -> np.ndarray:
+    """hits / total, NaN where total is 0 (what :func:`_rate` gives, element by element)."""
+    out = np.full(len(total), np.nan)
+    nz = total > 0
+    out[nz] = hits[nz].astype(np.float64) / total[nz].astype(np.float64)
+    return out
+
+
 def aggregate_success(
     status: str, aggregate_score: float | None, threshold: float = DEFAULT_THRESHOLD
 ) -> bool:
@@ -597,14 +910,16 @@ def resolve_labels(
 # outcome report
 
 
-def _label_columns(
-    labels: list[dict[str, Any]], modes: Sequence[str] | None, mode_category: Mapping[str, str] | None
-) -> tuple[list[dict[str, Any]], list[str], list[str]]:
-    """Filter labels to ``modes``, attach the effective category, and list mode/category columns."""
+def _label_frame(
+    labels: pd.DataFrame, modes: Sequence[str] | None, mode_category: Mapping[str, str] | None
+) -> tuple[pd.DataFrame, list[str], list[Any]]:
+    """:func:`_label_columns` on a labels frame: the labels kept (``modes``), their effective
+    category, and the mode / category columns."""
     if mode_category is not None and not isinstance(mode_category, Mapping):
         raise ReportInputError(
             f"mode_category must be a mapping of mode code -> category, got {mode_category!r}"
         )
+    present = list(dict.fromkeys(labels["mode"]))
     if modes is not None:
         if isinstance(modes, str):
             raise ReportInputError(f"modes must be a list of mode codes, got the string {modes!r}")
@@ -613,123 +928,43 @@ def _label_columns(
         if bad:
             raise ReportInputError(f"modes: every mode code must be a non-empty string, got {bad!r}")
         keep = set(mode_list)
-        labels = [lab for lab in labels if lab["mode"] in keep]
+        labels = labels[labels["mode"].isin([m for m in present if m in keep])]
     elif mode_category is not None:
-        mode_list = list(mode_category) + sorted({lab["mode"] for lab in labels} - set(mode_category))
+        mode_list = list(mode_category) + sorted(set(present) - set(mode_category))
     else:
-        mode_list = sorted({lab["mode"] for lab in labels})
+        mode_list = sorted(set(present))
 
-    out = []
-    for lab in labels:
-        cat = lab["category"]
-        if mode_category is not None and lab["mode"] in mode_category:
-            cat = mode_category[lab["mode"]]
-        out.append({**lab, "category": cat})
-    cats: list[str] = []
+    category = labels["category"].to_numpy(dtype=object)
+    if mode_category is not None and len(labels):
+        category = np.array([mode_category[m] if m in mode_category else c
+                             for m, c in zip(labels["mode"].to_numpy(dtype=object), category)] + [None],
+                            dtype=object)[:-1]
+    labels = pd.DataFrame({"run_id": labels["run_id"].to_numpy(dtype=object),
+                           "mode": labels["mode"].to_numpy(dtype=object), "category": category,
+                           "agent": labels["agent"].to_numpy(dtype=object)})
+    cats: list[Any] = []
     if mode_category is not None:
         cats = list(dict.fromkeys(mode_category[m] for m in mode_list if m in mode_category))
-    cats += sorted({lab["category"] for lab in out if lab["category"] is not None} - set(cats))
-    return out, mode_list, cats
+    cats += sorted({c for c in category if c is not None} - set(cats))
+    return labels, mode_list, cats
 
 
-def _build_units(
-    runs: pd.DataFrame,
-    principals: pd.DataFrame,
-    agents: pd.DataFrame,
-    labels: pd.DataFrame,
-    threshold: float,
-    labelled_runs: Iterable[str] | None,
-    modes: Sequence[str] | None,
-    mode_category: Mapping[str, str] | None,
-) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[str], list[str]]:
-    run_map = _parse_runs(runs)
-    p_map = _parse_principals(principals, run_map)
-    a_map = _parse_agents(agents, run_map, p_map)
-    labs, mode_list, cat_list = _label_columns(
-        _parse_report_labels(labels, run_map, a_map), modes, mode_category
-    )
-
-    if labelled_runs is None:
-        labelled = set(run_map)
-    else:
-        labelled = _id_set(labelled_runs, "labelled_runs") | {lab["run_id"] for lab in labs}
-
-    run_modes: dict[str, set[str]] = defaultdict(set)
-    run_cats: dict[str, set[str]] = defaultdict(set)
-    agent_modes: dict[tuple[str, str], set[str]] = defaultdict(set)
-    agent_cats: dict[tuple[str, str], set[str]] = defaultdict(set)
-    for lab in labs:
-        run_modes[lab["run_id"]].add(lab["mode"])
-        if lab["category"] is not None:
-            run_cats[lab["run_id"]].add(lab["category"])
-        if lab["agent"] is not None:
-            agent_modes[(lab["run_id"], lab["agent"])].add(lab["mode"])
-            if lab["category"] is not None:
-                agent_cats[(lab["run_id"], lab["agent"])].add(lab["category"])
-
-    roles: dict[tuple[str, str], set[str]] = defaultdict(set)
-    for a in a_map.values():
-        if a["role"] is not None:
-            roles[(a["run_id"], a["principal_id"])].add(a["role"])
-
-    def run_part(run_id: str) -> dict[str, Any]:
-        r = run_map[run_id]
-        return {
-            "run_id": run_id,
-            "family": r["family"],
-            "alignment": r["alignment"],
-            "scenario_id": r["scenario_id"],
-            "agg_success": aggregate_success(r["status"], r["aggregate_score"], threshold),
-            "labelled": run_id in labelled,
-        }
-
-    def principal_part(key: tuple[str, str]) -> dict[str, Any]:
-        p = p_map[key]
-        return {
-            "p_kind": p["kind"],
-            "p_role": "+".join(sorted(roles[key])) or None,
-            "p_success": principal_success(p["success"], p["score"], threshold),
-            "score": p["score"],
-            "metrics": p["metrics"],
-        }
-
-    # each run's and each principal's part once (a run has several principal and agent units)
-    run_parts = {run_id: run_part(run_id) for run_id in run_map}
-    principal_parts = {key: principal_part(key) for key in p_map}
-    p_units = []
-    for key in sorted(p_map):
-        p_units.append(
-            {**run_parts[key[0]], **principal_parts[key], "modes": run_modes[key[0]], "cats": run_cats[key[0]]}
-        )
-    a_units = []
-    for key in sorted(a_map):
-        a = a_map[key]
-        a_units.append(
-            {
-                **run_parts[key[0]],
-                **principal_parts[(key[0], a["principal_id"])],
-                "model": a["model"],
-                "harness": a["harness"],
-                "role": a["role"],
-                "modes": agent_modes[key],
-                "cats": agent_cats[key],
-            }
-        )
-    return p_units, a_units, mode_list, cat_list
-
-
-def _key_fn(by: str):
-    """Key of a unit for grouping ``by``; works for agent units and principal units alike
-    (an agent unit carries its principal's kind and role set as ``p_kind`` / ``p_role``)."""
-    cols = ("p_kind", "p_role") if by == "principal" else GROUPINGS[by]
-    return lambda u: tuple(u[c] for c in cols)
-
-
-def _group(units: list[dict[str, Any]], key_fn) -> dict[tuple, list[dict[str, Any]]]:
-    groups: dict[tuple, list[dict[str, Any]]] = defaultdict(list)
-    for u in units:
-        groups[key_fn(u)].append(u)
-    return groups
+def _hits(units: np.ndarray, keys: list[Any], lab_units: np.ndarray, lab_keys: np.ndarray,
+          unit_group: np.ndarray, unit_ok: np.ndarray, n_groups: int) -> list[np.ndarray]:
+    """For each of ``keys``: per group, the units (of ``unit_ok``) that have at least one
+    (unit, key) pair among ``(lab_units, lab_keys)``; ``units`` is the number of units."""
+    pos = {k: i for i, k in enumerate(keys)}
+    code = np.array([pos.get(k, -1) if k is not None else -1 for k in lab_keys] + [0], dtype=np.int64)[:-1]
+    sel = code >= 0
+    out = [np.zeros(n_groups, dtype=np.int64) for _ in keys]
+    if not sel.any():
+        return out
+    pairs = np.unique(lab_units[sel] * len(keys) + code[sel])
+    u, k = pairs // len(keys), pairs % len(keys)
+    ok = unit_ok[u]
+    counts = np.bincount(unit_group[u[ok]] * len(keys) + k[ok], minlength=n_groups * len(keys))
+    counts = counts.reshape(n_groups, len(keys))
+    return [counts[:, i].astype(np.int64) for i in range(len(keys))]
 
 
 def outcome_report(
@@ -790,49 +1025,135 @@ def outcome_report(
     if by not in GROUPINGS:
         raise ReportInputError(f"by must be one of {', '.join(GROUPINGS)}, got {by!r}")
     threshold = _check_threshold(threshold)
-    p_units, a_units, mode_list, cat_list = _build_units(
-        runs, principals, agents, labels, threshold, labelled_runs, modes, mode_category
-    )
+    R = _runs_columns(runs)
+    run_index = pd.Index(R["run_id"].to_numpy(dtype=object))
+    P, (m_row, m_name, m_value) = _principals_columns(principals, run_index)
+    p_keys = pd.MultiIndex.from_arrays([P["run_id"].to_numpy(dtype=object), P["principal_id"].to_numpy(dtype=object)])
+    A = _agents_columns(agents, run_index, p_keys)
+    a_keys = pd.MultiIndex.from_arrays([A["run_id"].to_numpy(dtype=object), A["agent_id"].to_numpy(dtype=object)])
+    L, mode_list, cat_list = _label_frame(_report_labels_columns(labels, run_index, a_keys), modes, mode_category)
+
+    # runs: aggregate success, labelled
+    score = R["aggregate_score"].to_numpy()
+    with np.errstate(invalid="ignore"):
+        r_agg = (R["status"].to_numpy(dtype=object) == "completed") & ~np.isnan(score) & (score >= threshold)
+    if labelled_runs is None:
+        r_lab = np.ones(len(R), dtype=bool)
+    else:
+        ids = _id_set(labelled_runs, "labelled_runs") | set(L["run_id"])
+        r_lab = run_index.isin(list(ids)) if len(R) else np.zeros(0, dtype=bool)
+    # principals: own outcome
+    p_run = run_index.get_indexer(P["run_id"].to_numpy(dtype=object)) if len(P) else np.zeros(0, np.int64)
+    p_score = P["score"].to_numpy(dtype=np.float64)
+    p_has_score = ~np.isnan(p_score)
+    known_flag = P["known"].to_numpy(dtype=bool)
+    with np.errstate(invalid="ignore"):
+        p_known = known_flag | p_has_score
+        p_ok = np.where(known_flag, P["flag"].to_numpy(dtype=bool), p_has_score & (p_score >= threshold))
+    # agents
+    a_p = A["p"].to_numpy(dtype=np.int64)
+    a_run = p_run[a_p] if len(A) else np.zeros(0, np.int64)
+    # labels: run / agent positions
+    l_run = run_index.get_indexer(L["run_id"].to_numpy(dtype=object)) if len(L) else np.zeros(0, np.int64)
+    l_agent_named = np.array([a is not None for a in L["agent"]] + [False], dtype=bool)[:-1]
+    l_agent = np.full(len(L), -1, dtype=np.int64)
+    if l_agent_named.any():
+        l_agent[l_agent_named] = a_keys.get_indexer(pd.MultiIndex.from_arrays(
+            [L["run_id"].to_numpy(dtype=object)[l_agent_named], L["agent"].to_numpy(dtype=object)[l_agent_named]]))
+    l_mode = L["mode"].to_numpy(dtype=object)
+    l_cat = L["category"].to_numpy(dtype=object)
+
+    # unit keys: agent-runs for agent groupings, principal-runs otherwise; agent-runs always
+    # carry the keys of their grouping too (for responsible_n / responsible_rate)
     agent_grouping = by in _AGENT_UNIT_GROUPINGS
-    units = a_units if agent_grouping else p_units
-    groups = _group(units, _key_fn(by))
-    responsible_groups = _group(a_units, _key_fn(by))
-    metric_names = sorted({m for u in units for m in u["metrics"]})
     key_cols = GROUPINGS[by]
+    if agent_grouping:
+        a_key = [A[c].to_numpy(dtype=object) for c in key_cols]
+        u_key = a_key
+    elif by == "principal":
+        roles: dict[int, set[str]] = defaultdict(set)
+        for p, role in zip(a_p.tolist(), A["role"].to_numpy(dtype=object)):
+            if role is not None:
+                roles[p].add(role)
+        p_role = np.array([("+".join(sorted(roles[i])) or None) if i in roles else None
+                           for i in range(len(P))] + [None], dtype=object)[:-1]
+        p_kind = P["kind"].to_numpy(dtype=object)
+        u_key = [p_kind, p_role]
+        a_key = [p_kind[a_p], p_role[a_p]]
+    else:
+        col = R[key_cols[0]].to_numpy(dtype=object)
+        u_key = [col[p_run]]
+        a_key = [col[a_run]]
+    n_units = len(A) if agent_grouping else len(P)
+    codes, n_codes = _codes(*[np.concatenate([u, a]) for u, a in zip(u_key, a_key)]) if n_units + len(A) else \
+        (np.zeros(0, np.int64), 0)
+    u_group, a_group = codes[:n_units], codes[n_units:]
+    G = n_codes
 
-    rows = []
-    for key in sorted(groups, key=_sort_key):
-        g = groups[key]
-        n = len(g)
-        known = [u["p_success"] for u in g if u["p_success"] is not None]
-        agg_rate = _rate(sum(u["agg_success"] for u in g), n)
-        p_rate = _rate(sum(known), len(known))
-        lab = [u for u in g if u["labelled"]]
-        resp = [u for u in responsible_groups.get(key, []) if u["labelled"]]
-        row: dict[str, Any] = dict(zip(key_cols, key))
-        row.update(
-            {
-                "runs": len({u["run_id"] for u in g}),
-                "n": n,
-                "aggregate_success_rate": agg_rate,
-                "principal_success_rate": p_rate,
-                "success_gap": agg_rate - p_rate,
-                "principal_known": len(known),
-                "principal_unknown": n - len(known),
-                "mean_principal_score": _mean([u["score"] for u in g if u["score"] is not None]),
-            }
-        )
-        for m in metric_names:
-            row[f"metric:{m}"] = _mean([u["metrics"][m] for u in g if m in u["metrics"]])
-        row["labelled_n"] = len(lab)
-        row["responsible_n"] = len(resp)
-        row["responsible_rate"] = _rate(sum(bool(u["modes"]) for u in resp), len(resp))
-        for c in cat_list:
-            row[f"cat:{c}"] = _rate(sum(c in u["cats"] for u in lab), len(lab))
-        for m in mode_list:
-            row[f"mode:{m}"] = _rate(sum(m in u["modes"] for u in lab), len(lab))
-        rows.append(row)
+    u_run = a_run if agent_grouping else p_run
+    u_p = a_p if agent_grouping else np.arange(len(P))
+    n = np.bincount(u_group, minlength=G)
+    runs_n = np.bincount(np.unique(u_group * max(len(R), 1) + u_run) // max(len(R), 1), minlength=G) \
+        if n_units else np.zeros(G, np.int64)
+    agg_hits = np.bincount(u_group, weights=r_agg[u_run], minlength=G) if n_units else np.zeros(G)
+    u_known = p_known[u_p]
+    known_n = np.bincount(u_group, weights=u_known, minlength=G).astype(np.int64) if n_units else \
+        np.zeros(G, np.int64)
+    ok_hits = np.bincount(u_group, weights=u_known & p_ok[u_p], minlength=G) if n_units else np.zeros(G)
+    u_has_score = p_has_score[u_p]
+    score_n = np.bincount(u_group[u_has_score], minlength=G)
+    score_sum = _group_fsum(u_group[u_has_score], p_score[u_p][u_has_score], G)
+    agg_rate = _rates(agg_hits, n)
+    p_rate = _rates(ok_hits, known_n)
+    mean_score = _rates(score_sum, score_n)
 
+    # metrics: per (unit, metric) of the unit's principal
+    metric_names: list[str] = []
+    metric_means: list[np.ndarray] = []
+    if len(m_row) and n_units:
+        m_frame = pd.DataFrame({"p": m_row, "name": m_name, "value": m_value})
+        if agent_grouping:
+            m_frame = pd.DataFrame({"p": u_p, "g": u_group}).merge(m_frame, on="p", how="inner")
+        else:
+            m_frame["g"] = u_group[m_frame["p"].to_numpy()]
+        if len(m_frame):
+            metric_names = sorted(set(m_frame["name"]))
+            name_code = pd.Index(metric_names).get_indexer(m_frame["name"].to_numpy(dtype=object))
+            gm = m_frame["g"].to_numpy() * len(metric_names) + name_code
+            sums = _group_fsum(gm, m_frame["value"].to_numpy(dtype=np.float64), G * len(metric_names))
+            counts = np.bincount(gm, minlength=G * len(metric_names))
+            means = _rates(sums, counts).reshape(G, len(metric_names))
+            metric_means = [means[:, i] for i in range(len(metric_names))]
+
+    # labels: labelled units, responsible agent-runs, categories and modes per unit
+    u_lab = r_lab[u_run] if n_units else np.zeros(0, dtype=bool)
+    labelled_n = np.bincount(u_group, weights=u_lab, minlength=G).astype(np.int64) if n_units else \
+        np.zeros(G, np.int64)
+    a_lab = r_lab[a_run] if len(A) else np.zeros(0, dtype=bool)
+    a_has_mode = np.zeros(len(A), dtype=bool)
+    a_has_mode[l_agent[l_agent >= 0]] = True
+    resp_n = np.bincount(a_group, weights=a_lab, minlength=G).astype(np.int64) if len(A) else np.zeros(G, np.int64)
+    resp_hits = np.bincount(a_group, weights=a_lab & a_has_mode, minlength=G) if len(A) else np.zeros(G)
+    if agent_grouping:  # a label counts for the agent-run of its responsible agent
+        named = l_agent >= 0
+        lab_units, lab_modes, lab_cats = l_agent[named], l_mode[named], l_cat[named]
+        unit_group, unit_ok = u_group, u_lab
+    else:  # a label counts for every principal-run of its run: count per (group, run)
+        lab_units, lab_modes, lab_cats = l_run, l_mode, l_cat
+        gr, weights = np.unique(u_group * max(len(R), 1) + u_run, return_counts=True)
+        unit_group, unit_ok = None, None
+    if agent_grouping:
+        cat_hits = _hits(n_units, cat_list, lab_units, lab_cats, unit_group, unit_ok, G)
+        mode_hits = _hits(n_units, mode_list, lab_units, lab_modes, unit_group, unit_ok, G)
+    else:
+        cat_hits = _run_hits(cat_list, lab_units, lab_cats, gr, weights, r_lab, len(R), G)
+        mode_hits = _run_hits(mode_list, lab_units, lab_modes, gr, weights, r_lab, len(R), G)
+
+    # rows: groups present among the units, sorted by key (None last)
+    groups_present, first = np.unique(u_group, return_index=True)
+    keyed = sorted(((tuple(k[i] for k in u_key), g) for g, i in zip(groups_present.tolist(), first.tolist())),
+                   key=lambda kg: _sort_key(kg[0]))
+    order = np.array([g for _, g in keyed], dtype=np.int64)
     columns = [
         *key_cols,
         "runs",
@@ -850,7 +1171,30 @@ def outcome_report(
         *(f"cat:{c}" for c in cat_list),
         *(f"mode:{m}" for m in mode_list),
     ]
-    frame = pd.DataFrame(rows, columns=columns)
+    if not len(order):
+        frame = pd.DataFrame([], columns=columns)
+    else:
+        data: dict[str, Any] = {c: [k[j] for k, _ in keyed] for j, c in enumerate(key_cols)}
+        data.update({
+            "runs": runs_n[order].astype(np.int64),
+            "n": n[order].astype(np.int64),
+            "aggregate_success_rate": agg_rate[order],
+            "principal_success_rate": p_rate[order],
+            "success_gap": agg_rate[order] - p_rate[order],
+            "principal_known": known_n[order],
+            "principal_unknown": (n[order] - known_n[order]).astype(np.int64),
+            "mean_principal_score": mean_score[order],
+        })
+        for m, means in zip(metric_names, metric_means):
+            data[f"metric:{m}"] = means[order]
+        data["labelled_n"] = labelled_n[order]
+        data["responsible_n"] = resp_n[order]
+        data["responsible_rate"] = _rates(resp_hits[order], resp_n[order])
+        for c, hits in zip(cat_list, cat_hits):
+            data[f"cat:{c}"] = _rates(hits[order], labelled_n[order])
+        for m, hits in zip(mode_list, mode_hits):
+            data[f"mode:{m}"] = _rates(hits[order], labelled_n[order])
+        frame = pd.DataFrame(data, columns=columns)
     frame.attrs.update(
         {
             "by": by,
@@ -860,6 +1204,27 @@ def outcome_report(
         }
     )
     return frame
+
+
+def _run_hits(keys: list[Any], lab_runs: np.ndarray, lab_keys: np.ndarray, group_runs: np.ndarray,
+              weights: np.ndarray, r_lab: np.ndarray, n_runs: int, n_groups: int) -> list[np.ndarray]:
+    """For each of ``keys``: per group, the principal-runs in labelled runs whose run has a label
+    with that key.  ``group_runs`` are the distinct ``group * n_runs + run`` codes of the units
+    and ``weights`` the number of units per such code."""
+    pos = {k: i for i, k in enumerate(keys)}
+    code = np.array([pos.get(k, -1) if k is not None else -1 for k in lab_keys] + [0], dtype=np.int64)[:-1]
+    out = [np.zeros(n_groups, dtype=np.int64) for _ in keys]
+    sel = code >= 0
+    if not sel.any() or not len(group_runs):
+        return out
+    run_key = np.unique(lab_runs[sel] * len(keys) + code[sel])  # distinct (run, key)
+    frame = pd.DataFrame({"run": group_runs % n_runs, "g": group_runs // n_runs, "w": weights}).merge(
+        pd.DataFrame({"run": run_key // len(keys), "k": run_key % len(keys)}), on="run")
+    frame = frame[r_lab[frame["run"].to_numpy()]]
+    w = frame["w"].to_numpy()
+    counts = np.bincount(frame["g"].to_numpy() * len(keys) + frame["k"].to_numpy(), weights=w,
+                         minlength=n_groups * len(keys)).reshape(n_groups, len(keys))
+    return [counts[:, i].astype(np.int64) for i in range(len(keys))]
 
 
 # --------------------------------------------------------------------------------------------
