@@ -497,50 +497,114 @@ def _col_bool(df: pd.DataFrame, field: str) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _col_metrics(df: pd.DataFrame) -> tuple[np.ndarray, list[str], list[float]]:
-    """The numeric metrics of every row, long form: ``(row, name, value)`` arrays (the entries
-    :func:`_numeric_metrics` keeps, in its order; a later duplicate name of one row wins)."""
+    """The numeric metrics of every row, long form: ``(row, name, value)`` (the entries
+    :func:`_numeric_metrics` keeps).  The dicts are spread into one column per name; a column
+    that pandas typed as numbers is taken whole, any other is checked value by value."""
+    values = _objects(df, "metrics")
+    types = _types(values)
+    if not types <= {dict, type(None), float}:
+        raise _Fallback
+    if types != {dict}:
+        missing = pd.isna(values)
+        if not _types(values[~missing]) <= {dict}:
+            raise _Fallback
+        values = np.where(missing, None, values)
+    dicts = [d for d in values if d]
+    where = np.flatnonzero(np.array([bool(d) for d in values] + [False], dtype=bool)[:-1])
+    rows: list[np.ndarray] = []
+    names: list[str] = []
+    vals: list[np.ndarray] = []
+    if not dicts:
+        return np.zeros(0, dtype=np.int64), [], []
+    wide = pd.DataFrame(dicts)
+    if not all(type(c) is str for c in wide.columns) or wide.columns.has_duplicates:
+        return _col_metrics_rows(values)
+    isfinite = math.isfinite
+    for name in wide.columns:
+        col = wide[name]
+        kind = col.dtype.kind
+        if kind == "b":
+            continue
+        if kind in "fiu":
+            v = col.to_numpy(dtype=np.float64)
+            keep = np.isfinite(v)
+        else:
+            objs = col.to_numpy(dtype=object)
+            keep = np.array([_is_number(x) and isfinite(float(x)) for x in objs] + [False], dtype=bool)[:-1]
+            v = np.zeros(len(objs))
+            if keep.any():
+                v[keep] = objs[keep].astype(np.float64)
+        if keep.any():
+            rows.append(where[keep])
+            vals.append(v[keep])
+            names.extend([name] * int(keep.sum()))
+    if not rows:
+        return np.zeros(0, dtype=np.int64), [], []
+    return np.concatenate(rows), names, np.concatenate(vals).tolist()
+
+
+def _col_metrics_rows(values: np.ndarray) -> tuple[np.ndarray, list[str], list[float]]:
+    """:func:`_col_metrics` row by row (metric names that are not strings)."""
     rows: list[int] = []
     names: list[str] = []
     vals: list[float] = []
-    odd_keys = False
-    isfinite = math.isfinite
-    for i, d in enumerate(_objects(df, "metrics")):
-        if type(d) is dict:
-            for key, v in d.items():
-                t = type(v)
-                if t is float:
-                    if not isfinite(v):
-                        continue
-                elif t is int:
-                    v = float(v)
-                elif t is str or t is bool or t is list or t is dict or v is None:
-                    continue
-                elif _is_number(v) and isfinite(float(v)):
-                    v = float(v)
-                else:
-                    continue
-                if type(key) is not str:
-                    key, odd_keys = str(key), True
-                rows.append(i)
-                names.append(key)
-                vals.append(v)
-        elif not (d is None or (type(d) is float and d != d)):
-            raise _Fallback
-    if odd_keys:  # str(key) may make two keys of one row the same name: the last one counts
-        frame = pd.DataFrame({"row": rows, "name": names, "value": vals}).drop_duplicates(
-            ["row", "name"], keep="last").sort_index()
-        return frame["row"].to_numpy(), list(frame["name"]), list(frame["value"])
+    for i, d in enumerate(values):
+        if d:
+            metrics = _numeric_metrics("principals", i, {"metrics": d})
+            rows += [i] * len(metrics)
+            names += list(metrics)
+            vals += list(metrics.values())
     return np.asarray(rows, dtype=np.int64), names, vals
 
 
-def _unique_pairs(a: np.ndarray, b: np.ndarray) -> bool:
-    return not pd.MultiIndex.from_arrays([a, b]).duplicated().any() if len(a) else True
+class _Pairs:
+    """(run, id) pairs as int64 codes, for uniqueness checks and lookups without tuples:
+    ``run_pos`` are positions in the runs frame, ``ids`` strings."""
+
+    def __init__(self, run_ids: np.ndarray, run_pos: np.ndarray, ids: np.ndarray) -> None:
+        self.run_ids, self.ids = run_ids, ids
+        self.vocab = pd.Index(pd.unique(ids) if len(ids) else np.zeros(0, dtype=object), dtype=object)
+        self.width = len(self.vocab) + 1
+        self.codes = pd.Index(self._code(run_pos, ids))
+
+    def _code(self, run_pos: np.ndarray, ids: np.ndarray) -> np.ndarray:
+        if not len(ids):
+            return np.zeros(0, dtype=np.int64)
+        return run_pos.astype(np.int64) * self.width + self.vocab.get_indexer(ids) + 1
+
+    @property
+    def has_duplicates(self) -> bool:
+        return self.codes.has_duplicates
+
+    def find(self, run_pos: np.ndarray, ids: np.ndarray) -> np.ndarray:
+        """Positions of the pairs ``(run_pos, ids)`` among these pairs, -1 when absent."""
+        if not len(ids):
+            return np.zeros(0, dtype=np.int64)
+        return self.codes.get_indexer(self._code(run_pos, ids))
+
+    def keys(self) -> dict[tuple[str, str], None]:
+        """The pairs as ``{(run_id, id): None}`` (what the row parsers look pairs up in)."""
+        return dict.fromkeys(zip(self.run_ids, self.ids))
+
+
+def _bare(df: pd.DataFrame) -> pd.DataFrame:
+    """``df`` without its attrs: pandas deep-copies attrs on every column access, and a resolved
+    label frame carries the list of labelled runs there."""
+    if df.attrs:
+        df = df.copy(deep=False)
+        df.attrs = {}
+    return df
+
+
+def _positions(index: pd.Index, values: np.ndarray) -> np.ndarray:
+    return index.get_indexer(values) if len(values) else np.zeros(0, dtype=np.int64)
 
 
 def _runs_columns(runs: pd.DataFrame) -> pd.DataFrame:
     """The runs frame checked as :func:`_parse_runs` checks it, in row order, missing -> None
     (``aggregate_score`` NaN)."""
     _check_frame(runs, RUN_COLUMNS, "runs")
+    runs = _bare(runs)
     try:
         run_id = _col_str(runs, "run_id", optional=False)
         if pd.Index(run_id).has_duplicates:
@@ -561,31 +625,38 @@ def _runs_columns(runs: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def _principals_columns(principals: pd.DataFrame, run_ids: pd.Index
-                        ) -> tuple[pd.DataFrame, tuple[np.ndarray, list[str], list[float]]]:
+def _principals_columns(principals: pd.DataFrame, run_index: pd.Index
+                        ) -> tuple[pd.DataFrame, tuple[np.ndarray, list[str], list[float]], _Pairs]:
     """The principals frame checked as :func:`_parse_principals` checks it: columns run_id,
-    principal_id, kind, known (the success flag is present), flag, score (NaN when missing),
-    and the numeric metrics in long form (see :func:`_col_metrics`)."""
+    principal_id, run (position in ``run_index``), kind, known (the success flag is present),
+    flag, score (NaN when missing); the numeric metrics in long form (see
+    :func:`_col_metrics`); the (run, principal) pairs."""
     _check_frame(principals, PRINCIPAL_COLUMNS, "principals")
+    principals = _bare(principals)
     try:
         run_id = _col_str(principals, "run_id", optional=False)
-        if (run_ids.get_indexer(run_id) < 0).any():
+        run_pos = _positions(run_index, run_id)
+        if (run_pos < 0).any():
             raise _Fallback
         pid = _col_str(principals, "principal_id", optional=False)
-        if not _unique_pairs(run_id, pid):
+        pairs = _Pairs(run_id, run_pos, pid)
+        if pairs.has_duplicates:
             raise _Fallback
         known, flag = _col_bool(principals, "success")
         out = pd.DataFrame({
-            "run_id": run_id, "principal_id": pid,
+            "run_id": run_id, "principal_id": pid, "run": run_pos,
             "kind": _col_choice(principals, "kind", PRINCIPAL_KINDS, optional=True),
             "known": known, "flag": flag, "score": _col_number(principals, "score"),
         }, index=pd.RangeIndex(len(principals)))
         metrics = _col_metrics(principals)
     except _Fallback:
-        parsed = list(_parse_principals(principals, dict.fromkeys(run_ids)).values())
+        parsed = list(_parse_principals(principals, dict.fromkeys(run_index)).values())
+        run_id = np.array([p["run_id"] for p in parsed] + [None], dtype=object)[:-1]
+        pid = np.array([p["principal_id"] for p in parsed] + [None], dtype=object)[:-1]
+        run_pos = _positions(run_index, run_id)
+        pairs = _Pairs(run_id, run_pos, pid)
         out = pd.DataFrame({
-            "run_id": pd.Series([p["run_id"] for p in parsed], dtype=object),
-            "principal_id": pd.Series([p["principal_id"] for p in parsed], dtype=object),
+            "run_id": run_id, "principal_id": pid, "run": run_pos,
             "kind": pd.Series([p["kind"] for p in parsed], dtype=object),
             "known": np.array([p["success"] is not None for p in parsed], dtype=bool),
             "flag": np.array([bool(p["success"]) for p in parsed], dtype=bool),
@@ -598,23 +669,26 @@ def _principals_columns(principals: pd.DataFrame, run_ids: pd.Index
                 names.append(k)
                 vals.append(v)
         metrics = (np.asarray(rows, dtype=np.int64), names, vals)
-    return out, metrics
+    return out, metrics, pairs
 
 
-def _agents_columns(agents: pd.DataFrame, run_ids: pd.Index, principal_keys: pd.MultiIndex) -> pd.DataFrame:
-    """The agents frame checked as :func:`_parse_agents` checks it, plus ``p`` (the row of the
-    agent's principal among ``principal_keys``)."""
+def _agents_columns(agents: pd.DataFrame, run_index: pd.Index, principal_pairs: _Pairs
+                    ) -> tuple[pd.DataFrame, _Pairs]:
+    """The agents frame checked as :func:`_parse_agents` checks it, plus ``run`` and ``p`` (the
+    positions of the agent's run and principal); and the (run, agent) pairs."""
     _check_frame(agents, AGENT_COLUMNS, "agents")
+    agents = _bare(agents)
     try:
         run_id = _col_str(agents, "run_id", optional=False)
-        if (run_ids.get_indexer(run_id) < 0).any():
+        run_pos = _positions(run_index, run_id)
+        if (run_pos < 0).any():
             raise _Fallback
         aid = _col_str(agents, "agent_id", optional=False)
-        if not _unique_pairs(run_id, aid):
+        pairs = _Pairs(run_id, run_pos, aid)
+        if pairs.has_duplicates:
             raise _Fallback
         pid = _col_str(agents, "principal_id", optional=False)
-        p = principal_keys.get_indexer(pd.MultiIndex.from_arrays([run_id, pid])) if len(run_id) else \
-            np.zeros(0, dtype=np.int64)
+        p = principal_pairs.find(run_pos, pid)
         if (p < 0).any():
             raise _Fallback
         out = pd.DataFrame({
@@ -622,43 +696,41 @@ def _agents_columns(agents: pd.DataFrame, run_ids: pd.Index, principal_keys: pd.
             "role": _col_str(agents, "role", optional=True),
             "model": _col_str(agents, "model", optional=True),
             "harness": _col_str(agents, "harness", optional=True),
-            "p": p,
+            "run": run_pos, "p": p,
         }, index=pd.RangeIndex(len(agents)))
     except _Fallback:
-        keys = dict.fromkeys(zip(principal_keys.get_level_values(0), principal_keys.get_level_values(1))) \
-            if len(principal_keys) else {}
-        parsed = list(_parse_agents(agents, dict.fromkeys(run_ids), keys).values())
+        parsed = list(_parse_agents(agents, dict.fromkeys(run_index), principal_pairs.keys()).values())
         out = pd.DataFrame({c: pd.Series([a[c] for a in parsed], dtype=object) for c in AGENT_COLUMNS})
-        out["p"] = principal_keys.get_indexer(pd.MultiIndex.from_arrays(
-            [out["run_id"].to_numpy(), out["principal_id"].to_numpy()])) if len(out) else np.zeros(0, np.int64)
-    return out
+        run_pos = _positions(run_index, out["run_id"].to_numpy(dtype=object))
+        out["run"] = run_pos
+        out["p"] = principal_pairs.find(run_pos, out["principal_id"].to_numpy(dtype=object))
+        pairs = _Pairs(out["run_id"].to_numpy(dtype=object), run_pos, out["agent_id"].to_numpy(dtype=object))
+    return out, pairs
 
 
-def _report_labels_columns(labels: pd.DataFrame, run_ids: pd.Index, agent_keys: pd.MultiIndex | None
+def _report_labels_columns(labels: pd.DataFrame, run_index: pd.Index, agent_pairs: _Pairs | None
                            ) -> pd.DataFrame:
     """The labels frame checked as :func:`_parse_report_labels` checks it (run_id, mode,
     category, agent; missing -> None), in row order."""
     _check_frame(labels, REPORT_LABEL_COLUMNS, "labels")
+    labels = _bare(labels)
     try:
         run_id = _col_str(labels, "run_id", optional=False)
-        if (run_ids.get_indexer(run_id) < 0).any():
+        run_pos = _positions(run_index, run_id)
+        if (run_pos < 0).any():
             raise _Fallback
         agent = _col_str(labels, "agent", optional=True)
-        if agent_keys is not None:
-            named = np.array([a is not None for a in agent], dtype=bool)
-            if named.any() and (agent_keys.get_indexer(
-                    pd.MultiIndex.from_arrays([run_id[named], agent[named]])) < 0).any():
+        if agent_pairs is not None:
+            named = ~pd.isna(agent)
+            if named.any() and (agent_pairs.find(run_pos[named], agent[named]) < 0).any():
                 raise _Fallback
         out = pd.DataFrame({
             "run_id": run_id, "mode": _col_str(labels, "mode", optional=False),
             "category": _col_str(labels, "category", optional=True), "agent": agent,
         }, index=pd.RangeIndex(len(labels)))
     except _Fallback:
-        keys = None
-        if agent_keys is not None:
-            keys = dict.fromkeys(zip(agent_keys.get_level_values(0), agent_keys.get_level_values(1))) \
-                if len(agent_keys) else {}
-        parsed = _parse_report_labels(labels, dict.fromkeys(run_ids), keys)
+        keys = agent_pairs.keys() if agent_pairs is not None else None
+        parsed = _parse_report_labels(labels, dict.fromkeys(run_index), keys)
         out = pd.DataFrame({c: pd.Series([r[c] for r in parsed], dtype=object) for c in REPORT_LABEL_COLUMNS})
     return out
 
@@ -736,6 +808,39 @@ def _pick_category(categories: Iterable[str | None], run_id: str, mode: str) -> 
     return found[0] if found else None
 
 
+def _resolve_label_rows(labels: pd.DataFrame) -> list[dict[str, Any]]:
+    """The rows of a :data:`LABEL_COLUMNS` frame as dicts, checked (by column, or row by row
+    when a column does not pass, so that the error names the first bad row and field)."""
+    keys = ("run_id", "annotator", "mode", "category", "agent", "source")
+    try:
+        source = _col_choice(labels, "source", LABEL_SOURCES, optional=False)
+        annotator = _col_str(labels, "annotator", optional=True)
+        human = source == "human"
+        # gold and judge labels may come without an annotator name; a human vote needs one
+        if human.any() and (pd.isna(annotator[human]).any() or (annotator[human] == "").any()):
+            raise _Fallback
+        columns = (_col_str(labels, "run_id", optional=False), annotator, _col_str(labels, "mode", optional=False),
+                   _col_str(labels, "category", optional=True), _col_str(labels, "agent", optional=True), source)
+        return [dict(zip(keys, values)) for values in zip(*columns)]
+    except _Fallback:
+        pass
+    rows = []
+    for i, row in enumerate(_records(labels, LABEL_COLUMNS)):
+        label_source = _choice("labels", i, row, "source", LABEL_SOURCES, optional=False)
+        annotator = (_req_str if label_source == "human" else _opt_str)("labels", i, row, "annotator")
+        rows.append(
+            {
+                "run_id": _req_str("labels", i, row, "run_id"),
+                "annotator": annotator,
+                "mode": _req_str("labels", i, row, "mode"),
+                "category": _opt_str("labels", i, row, "category"),
+                "agent": _opt_str("labels", i, row, "agent"),
+                "source": label_source,
+            }
+        )
+    return rows
+
+
 def resolve_labels(
     labels: pd.DataFrame,
     submissions: pd.DataFrame,
@@ -794,24 +899,16 @@ def resolve_labels(
             f"source must be 'auto', 'gold', 'majority' or 'annotator:<name>', got {source!r}"
         )
 
-    rows = []
-    for i, row in enumerate(_records(labels, LABEL_COLUMNS)):
-        label_source = _choice("labels", i, row, "source", LABEL_SOURCES, optional=False)
-        # gold and judge labels may come without an annotator name; a human vote needs one
-        annotator = (_req_str if label_source == "human" else _opt_str)("labels", i, row, "annotator")
-        rows.append(
-            {
-                "run_id": _req_str("labels", i, row, "run_id"),
-                "annotator": annotator,
-                "mode": _req_str("labels", i, row, "mode"),
-                "category": _opt_str("labels", i, row, "category"),
-                "agent": _opt_str("labels", i, row, "agent"),
-                "source": label_source,
-            }
-        )
+    rows = _resolve_label_rows(_bare(labels))
     submitted: dict[str, set[str]] = defaultdict(set)
-    for i, row in enumerate(_records(submissions, SUBMISSION_COLUMNS)):
-        submitted[_req_str("submissions", i, row, "run_id")].add(_req_str("submissions", i, row, "annotator"))
+    subs = _bare(submissions)
+    try:  # the checks of the row loop below, by column
+        pairs = zip(_col_str(subs, "run_id", optional=False), _col_str(subs, "annotator", optional=False))
+    except _Fallback:
+        pairs = ((_req_str("submissions", i, row, "run_id"), _req_str("submissions", i, row, "annotator"))
+                 for i, row in enumerate(_records(subs, SUBMISSION_COLUMNS)))
+    for run_id, annotator in pairs:
+        submitted[run_id].add(annotator)
     gold = _id_set(gold_runs, "gold_runs") | {r["run_id"] for r in rows if r["source"] == "gold"}
 
     if run_ids is not None:
@@ -1026,12 +1123,10 @@ def outcome_report(
         raise ReportInputError(f"by must be one of {', '.join(GROUPINGS)}, got {by!r}")
     threshold = _check_threshold(threshold)
     R = _runs_columns(runs)
-    run_index = pd.Index(R["run_id"].to_numpy(dtype=object))
-    P, (m_row, m_name, m_value) = _principals_columns(principals, run_index)
-    p_keys = pd.MultiIndex.from_arrays([P["run_id"].to_numpy(dtype=object), P["principal_id"].to_numpy(dtype=object)])
-    A = _agents_columns(agents, run_index, p_keys)
-    a_keys = pd.MultiIndex.from_arrays([A["run_id"].to_numpy(dtype=object), A["agent_id"].to_numpy(dtype=object)])
-    L, mode_list, cat_list = _label_frame(_report_labels_columns(labels, run_index, a_keys), modes, mode_category)
+    run_index = pd.Index(R["run_id"].to_numpy(dtype=object), dtype=object)
+    P, (m_row, m_name, m_value), p_pairs = _principals_columns(principals, run_index)
+    A, a_pairs = _agents_columns(agents, run_index, p_pairs)
+    L, mode_list, cat_list = _label_frame(_report_labels_columns(labels, run_index, a_pairs), modes, mode_category)
 
     # runs: aggregate success, labelled
     score = R["aggregate_score"].to_numpy()
@@ -1043,7 +1138,7 @@ def outcome_report(
         ids = _id_set(labelled_runs, "labelled_runs") | set(L["run_id"])
         r_lab = run_index.isin(list(ids)) if len(R) else np.zeros(0, dtype=bool)
     # principals: own outcome
-    p_run = run_index.get_indexer(P["run_id"].to_numpy(dtype=object)) if len(P) else np.zeros(0, np.int64)
+    p_run = P["run"].to_numpy(dtype=np.int64)
     p_score = P["score"].to_numpy(dtype=np.float64)
     p_has_score = ~np.isnan(p_score)
     known_flag = P["known"].to_numpy(dtype=bool)
@@ -1052,14 +1147,14 @@ def outcome_report(
         p_ok = np.where(known_flag, P["flag"].to_numpy(dtype=bool), p_has_score & (p_score >= threshold))
     # agents
     a_p = A["p"].to_numpy(dtype=np.int64)
-    a_run = p_run[a_p] if len(A) else np.zeros(0, np.int64)
+    a_run = A["run"].to_numpy(dtype=np.int64)
     # labels: run / agent positions
-    l_run = run_index.get_indexer(L["run_id"].to_numpy(dtype=object)) if len(L) else np.zeros(0, np.int64)
-    l_agent_named = np.array([a is not None for a in L["agent"]] + [False], dtype=bool)[:-1]
+    l_run = _positions(run_index, L["run_id"].to_numpy(dtype=object))
+    l_agent_col = L["agent"].to_numpy(dtype=object)
+    l_agent_named = ~pd.isna(l_agent_col)
     l_agent = np.full(len(L), -1, dtype=np.int64)
     if l_agent_named.any():
-        l_agent[l_agent_named] = a_keys.get_indexer(pd.MultiIndex.from_arrays(
-            [L["run_id"].to_numpy(dtype=object)[l_agent_named], L["agent"].to_numpy(dtype=object)[l_agent_named]]))
+        l_agent[l_agent_named] = a_pairs.find(l_run[l_agent_named], l_agent_col[l_agent_named])
     l_mode = L["mode"].to_numpy(dtype=object)
     l_cat = L["category"].to_numpy(dtype=object)
 
