@@ -497,63 +497,39 @@ def _col_bool(df: pd.DataFrame, field: str) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _col_metrics(df: pd.DataFrame) -> tuple[np.ndarray, list[str], list[float]]:
-    """The numeric metrics of every row, long form: ``(row, name, value)`` (the entries
-    :func:`_numeric_metrics` keeps).  The dicts are spread into one column per name; a column
-    that pandas typed as numbers is taken whole, any other is checked value by value."""
-    values = _objects(df, "metrics")
-    types = _types(values)
-    if not types <= {dict, type(None), float}:
-        raise _Fallback
-    if types != {dict}:
-        missing = pd.isna(values)
-        if not _types(values[~missing]) <= {dict}:
-            raise _Fallback
-        values = np.where(missing, None, values)
-    dicts = [d for d in values if d]
-    where = np.flatnonzero(np.array([bool(d) for d in values] + [False], dtype=bool)[:-1])
-    rows: list[np.ndarray] = []
-    names: list[str] = []
-    vals: list[np.ndarray] = []
-    if not dicts:
-        return np.zeros(0, dtype=np.int64), [], []
-    wide = pd.DataFrame(dicts)
-    if not all(type(c) is str for c in wide.columns) or wide.columns.has_duplicates:
-        return _col_metrics_rows(values)
-    isfinite = math.isfinite
-    for name in wide.columns:
-        col = wide[name]
-        kind = col.dtype.kind
-        if kind == "b":
-            continue
-        if kind in "fiu":
-            v = col.to_numpy(dtype=np.float64)
-            keep = np.isfinite(v)
-        else:
-            objs = col.to_numpy(dtype=object)
-            keep = np.array([_is_number(x) and isfinite(float(x)) for x in objs] + [False], dtype=bool)[:-1]
-            v = np.zeros(len(objs))
-            if keep.any():
-                v[keep] = objs[keep].astype(np.float64)
-        if keep.any():
-            rows.append(where[keep])
-            vals.append(v[keep])
-            names.extend([name] * int(keep.sum()))
-    if not rows:
-        return np.zeros(0, dtype=np.int64), [], []
-    return np.concatenate(rows), names, np.concatenate(vals).tolist()
-
-
-def _col_metrics_rows(values: np.ndarray) -> tuple[np.ndarray, list[str], list[float]]:
-    """:func:`_col_metrics` row by row (metric names that are not strings)."""
+    """The numeric metrics of every row, long form: ``(row, name, value)`` arrays (the entries
+    :func:`_numeric_metrics` keeps, in its order; a later duplicate name of one row wins)."""
     rows: list[int] = []
     names: list[str] = []
     vals: list[float] = []
-    for i, d in enumerate(values):
-        if d:
-            metrics = _numeric_metrics("principals", i, {"metrics": d})
-            rows += [i] * len(metrics)
-            names += list(metrics)
-            vals += list(metrics.values())
+    odd_keys = False
+    isfinite = math.isfinite
+    for i, d in enumerate(_objects(df, "metrics")):
+        if type(d) is dict:
+            for key, v in d.items():
+                t = type(v)
+                if t is float:
+                    if not isfinite(v):
+                        continue
+                elif t is int:
+                    v = float(v)
+                elif t is str or t is bool or t is list or t is dict or v is None:
+                    continue
+                elif _is_number(v) and isfinite(float(v)):
+                    v = float(v)
+                else:
+                    continue
+                if type(key) is not str:
+                    key, odd_keys = str(key), True
+                rows.append(i)
+                names.append(key)
+                vals.append(v)
+        elif not (d is None or (type(d) is float and d != d)):
+            raise _Fallback
+    if odd_keys:  # str(key) may make two keys of one row the same name: the last one counts
+        frame = pd.DataFrame({"row": rows, "name": names, "value": vals}).drop_duplicates(
+            ["row", "name"], keep="last").sort_index()
+        return frame["row"].to_numpy(), list(frame["name"]), list(frame["value"])
     return np.asarray(rows, dtype=np.int64), names, vals
 
 
@@ -1206,19 +1182,23 @@ def outcome_report(
     metric_names: list[str] = []
     metric_means: list[np.ndarray] = []
     if len(m_row) and n_units:
-        m_frame = pd.DataFrame({"p": m_row, "name": m_name, "value": m_value})
-        if agent_grouping:
-            m_frame = pd.DataFrame({"p": u_p, "g": u_group}).merge(m_frame, on="p", how="inner")
-        else:
-            m_frame["g"] = u_group[m_frame["p"].to_numpy()]
-        if len(m_frame):
-            metric_names = sorted(set(m_frame["name"]))
-            name_code = pd.Index(metric_names).get_indexer(m_frame["name"].to_numpy(dtype=object))
-            gm = m_frame["g"].to_numpy() * len(metric_names) + name_code
-            sums = _group_fsum(gm, m_frame["value"].to_numpy(dtype=np.float64), G * len(metric_names))
-            counts = np.bincount(gm, minlength=G * len(metric_names))
-            means = _rates(sums, counts).reshape(G, len(metric_names))
-            metric_means = [means[:, i] for i in range(len(metric_names))]
+        name_codes, name_uniques = pd.factorize(np.asarray(m_name, dtype=object))
+        m_vals = np.asarray(m_value, dtype=np.float64)
+        # the entries of each unit's principal (m_row is ascending): a ragged range per unit
+        starts = np.searchsorted(m_row, u_p, "left")
+        counts = np.searchsorted(m_row, u_p, "right") - starts
+        total = int(counts.sum())
+        if total:
+            idx = np.repeat(starts - (np.cumsum(counts) - counts), counts) + np.arange(total)
+            e_group = np.repeat(u_group, counts)
+            e_name = name_codes[idx]
+            metric_names = sorted(name_uniques[np.unique(e_name)].tolist())
+            width = len(metric_names)
+            pos = pd.Index(metric_names, dtype=object).get_indexer(name_uniques)
+            gm = e_group * width + pos[e_name]
+            sums = _group_fsum(gm, m_vals[idx], G * width)
+            means = _rates(sums, np.bincount(gm, minlength=G * width)).reshape(G, width)
+            metric_means = [means[:, i] for i in range(width)]
 
     # labels: labelled units, responsible agent-runs, categories and modes per unit
     u_lab = r_lab[u_run] if n_units else np.zeros(0, dtype=bool)
