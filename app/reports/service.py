@@ -17,11 +17,12 @@ principal outcome); a label naming such an agent counts for its run without an a
 """
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import Any
 
 import pandas as pd
-from sqlalchemy import select
+from sqlalchemy import String, select, type_coerce
 from sqlmodel import Session
 
 from app.annotations.models import Annotation, GoldLabel, GoldRun, Label
@@ -142,6 +143,18 @@ def _label_rows(session: Session, tax: Taxonomy, pk_to_id: dict[int, str], known
     return labels, submissions, gold_runs
 
 
+def _json_value(value: Any) -> Any:
+    """A JSON column read as text (SQLite) or already decoded by the driver (psycopg)."""
+    return json.loads(value) if type(value) is str else value
+
+
+def _json_dict(value: Any) -> Any:
+    """A ``metrics`` value: ``{}`` for NULL / ``{}`` / ``null``, else the decoded JSON."""
+    if not value or value == "{}" or value == "null":
+        return {}
+    return _json_value(value) or {}
+
+
 def resolve_taxonomy(session: Session, ref: str | None) -> Taxonomy:
     """Returns the taxonomy version ``ref`` names (default latest a2-failures); raises
     :class:`ReportError` naming ``taxonomy`` when there is none."""
@@ -164,14 +177,19 @@ def load_report_data(session: Session, *, threshold: float, taxonomy: str | None
     tax = resolve_taxonomy(session, taxonomy)
     cats = mode_category(tax)
 
-    run_rows = session.execute(
-        select(Run.id, Run.run_id, Run.scenario_id, Run.status, Run.aggregate_score, Run.scenario_override,
-               Scenario.family, Scenario.alignment)
+    # Core statements on the session's connection (no ORM row handling), JSON columns read as
+    # text and decoded here (only where there is something to decode)
+    conn = session.connection()
+    run_rows = conn.execute(
+        select(Run.id, Run.run_id, Run.scenario_id, Run.status, Run.aggregate_score,
+               type_coerce(Run.scenario_override, String), Scenario.family, Scenario.alignment)
         .join(Scenario, Scenario.id == Run.scenario_id).order_by(Run.run_id)
     ).all()
     runs: list[tuple] = []
     pk_to_id: dict[int, str] = {}
     for pk, run_id, scenario_id, status, agg, override, fam, alignment in run_rows:
+        if override and type(override) is str:
+            override = None if override == "null" else _json_value(override)
         if override:  # the run's own scenario object differs from the stored one
             fam = override.get("family", fam)
             alignment = override.get("alignment", alignment)
@@ -181,15 +199,16 @@ def load_report_data(session: Session, *, threshold: float, taxonomy: str | None
         runs.append((run_id, scenario_id, fam, alignment, status, agg))
 
     principals = [
-        (pk_to_id[pk], pid, kind, success, score, metrics or {})
-        for pk, pid, kind, success, score, metrics in session.execute(
+        (pk_to_id[pk], pid, kind, success, score, _json_dict(metrics))
+        for pk, pid, kind, success, score, metrics in conn.execute(
             select(Principal.run_pk, Principal.principal_id, Principal.kind, Principal.success,
-                   Principal.score, Principal.metrics).order_by(Principal.run_pk, Principal.position))
+                   Principal.score, type_coerce(Principal.metrics, String))
+            .order_by(Principal.run_pk, Principal.position))
         if pk in pk_to_id
     ]
     agents = [
         (pk_to_id[pk], aid, pid, role, model, harness)
-        for pk, aid, pid, role, model, harness in session.execute(
+        for pk, aid, pid, role, model, harness in conn.execute(
             select(Agent.run_pk, Agent.agent_id, Agent.principal_id, Agent.role, Agent.model, Agent.harness)
             .order_by(Agent.run_pk, Agent.position))
         if pk in pk_to_id and pid is not None
