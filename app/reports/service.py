@@ -109,8 +109,9 @@ def _label_rows(session: Session, tax: Taxonomy, pk_to_id: dict[int, str], known
         agent = agent if agent and (run_id, agent) in known_agents else None
         return (run_id, annotator, mode, cats.get(mode), agent, source)
 
+    conn = session.connection()
     labels: list[tuple] = []
-    for pk, username, kind, mode, agent in session.execute(
+    for pk, username, kind, mode, agent in conn.execute(
         select(Annotation.run_pk, User.username, User.kind, Label.mode, Label.agent)
         .join(Annotation, Annotation.id == Label.annotation_id)
         .join(User, User.id == Annotation.user_id)
@@ -121,18 +122,18 @@ def _label_rows(session: Session, tax: Taxonomy, pk_to_id: dict[int, str], known
             labels.append(label_row(pk_to_id[pk], username, mode, agent, "human" if kind == "human" else "judge"))
     submissions = sorted({
         (pk_to_id[pk], username)
-        for pk, username in session.execute(
+        for pk, username in conn.execute(
             select(Annotation.run_pk, User.username).join(User, User.id == Annotation.user_id)
             .where(Annotation.taxonomy_pk == tax.id, Annotation.status == "submitted", User.kind == "human"))
         if pk in pk_to_id
     })
     gold_runs = sorted({
         pk_to_id[pk]
-        for (pk,) in session.execute(
+        for (pk,) in conn.execute(
             select(GoldRun.run_pk).where(GoldRun.taxonomy_pk == tax.id, GoldRun.status == "adjudicated"))
         if pk in pk_to_id
     })
-    for pk, mode, agent in session.execute(
+    for pk, mode, agent in conn.execute(
         select(GoldRun.run_pk, GoldLabel.mode, GoldLabel.agent)
         .join(GoldRun, GoldRun.id == GoldLabel.gold_run_id)
         .where(GoldRun.taxonomy_pk == tax.id, GoldRun.status == "adjudicated", GoldLabel.accepted.is_(True))
