@@ -408,6 +408,10 @@ class _Fallback(Exception):
     """A column did not pass a columnar check: use the row parser."""
 
 
+#: numeric metrics in long form: (row, name code, names, value)
+_Metrics = tuple[np.ndarray, np.ndarray, list[str], list[float]]
+
+
 def _objects(df: pd.DataFrame, field: str) -> np.ndarray:
     return df[field].to_numpy(dtype=object)
 
@@ -456,8 +460,8 @@ def _col_choice(df: pd.DataFrame, field: str, allowed: Sequence[str], optional: 
         if not optional:
             raise _Fallback
         values = _col_str(df, field, optional=True)
-    present = ~pd.isna(values) if optional else None
-    check = values if present is None else values[present]
+    check = values[~pd.isna(values)] if optional and len(values) and values.dtype == object and \
+        not all(_is_str_type(t) for t in types) else values
     if not pd.Series(check, dtype=object).isin(list(allowed)).all():
         raise _Fallback
     return values
@@ -496,11 +500,18 @@ def _col_bool(df: pd.DataFrame, field: str) -> tuple[np.ndarray, np.ndarray]:
     return known, value
 
 
-def _col_metrics(df: pd.DataFrame) -> tuple[np.ndarray, list[str], list[float]]:
-    """The numeric metrics of every row, long form: ``(row, name, value)`` arrays (the entries
-    :func:`_numeric_metrics` keeps, in its order; a later duplicate name of one row wins)."""
+def _metrics_long(rows: list[int], names: list[str], vals: list[float]) -> _Metrics:
+    codes, uniques = pd.factorize(np.asarray(names, dtype=object)) if names else (np.zeros(0, np.int64), [])
+    return np.asarray(rows, dtype=np.int64), np.asarray(codes, dtype=np.int64), list(uniques), vals
+
+
+def _col_metrics(df: pd.DataFrame) -> _Metrics:
+    """The numeric metrics of every row, long form: ``(row, name code, names, value)`` (the
+    entries :func:`_numeric_metrics` keeps, in its order; a later duplicate name of one row
+    wins; ``names[code]`` is the name)."""
     rows: list[int] = []
-    names: list[str] = []
+    codes: list[int] = []
+    code_of: dict[str, int] = {}
     vals: list[float] = []
     odd_keys = False
     isfinite = math.isfinite
@@ -521,16 +532,19 @@ def _col_metrics(df: pd.DataFrame) -> tuple[np.ndarray, list[str], list[float]]:
                     continue
                 if type(key) is not str:
                     key, odd_keys = str(key), True
+                code = code_of.get(key)
+                if code is None:
+                    code = code_of[key] = len(code_of)
                 rows.append(i)
-                names.append(key)
+                codes.append(code)
                 vals.append(v)
         elif not (d is None or (type(d) is float and d != d)):
             raise _Fallback
     if odd_keys:  # str(key) may make two keys of one row the same name: the last one counts
-        frame = pd.DataFrame({"row": rows, "name": names, "value": vals}).drop_duplicates(
-            ["row", "name"], keep="last").sort_index()
-        return frame["row"].to_numpy(), list(frame["name"]), list(frame["value"])
-    return np.asarray(rows, dtype=np.int64), names, vals
+        frame = pd.DataFrame({"row": rows, "code": codes, "value": vals}).drop_duplicates(
+            ["row", "code"], keep="last").sort_index()
+        rows, codes, vals = list(frame["row"]), list(frame["code"]), list(frame["value"])
+    return np.asarray(rows, dtype=np.int64), np.asarray(codes, dtype=np.int64), list(code_of), vals
 
 
 class _Pairs:
@@ -539,9 +553,10 @@ class _Pairs:
 
     def __init__(self, run_ids: np.ndarray, run_pos: np.ndarray, ids: np.ndarray) -> None:
         self.run_ids, self.ids = run_ids, ids
-        self.vocab = pd.Index(pd.unique(ids) if len(ids) else np.zeros(0, dtype=object), dtype=object)
+        id_codes, uniques = pd.factorize(ids) if len(ids) else (np.zeros(0, np.int64), np.zeros(0, dtype=object))
+        self.vocab = pd.Index(uniques, dtype=object)
         self.width = len(self.vocab) + 1
-        self.codes = pd.Index(self._code(run_pos, ids))
+        self.codes = pd.Index(run_pos.astype(np.int64) * self.width + id_codes + 1)
 
     def _code(self, run_pos: np.ndarray, ids: np.ndarray) -> np.ndarray:
         if not len(ids):
@@ -602,7 +617,7 @@ def _runs_columns(runs: pd.DataFrame) -> pd.DataFrame:
 
 
 def _principals_columns(principals: pd.DataFrame, run_index: pd.Index
-                        ) -> tuple[pd.DataFrame, tuple[np.ndarray, list[str], list[float]], _Pairs]:
+                        ) -> tuple[pd.DataFrame, _Metrics, _Pairs]:
     """The principals frame checked as :func:`_parse_principals` checks it: columns run_id,
     principal_id, run (position in ``run_index``), kind, known (the success flag is present),
     flag, score (NaN when missing); the numeric metrics in long form (see
@@ -644,7 +659,7 @@ def _principals_columns(principals: pd.DataFrame, run_index: pd.Index
                 rows.append(i)
                 names.append(k)
                 vals.append(v)
-        metrics = (np.asarray(rows, dtype=np.int64), names, vals)
+        metrics = _metrics_long(rows, names, vals)
     return out, metrics, pairs
 
 
@@ -1040,6 +1055,31 @@ def _hits(units: np.ndarray, keys: list[Any], lab_units: np.ndarray, lab_keys: n
     return [counts[:, i].astype(np.int64) for i in range(len(keys))]
 
 
+def _principal_roles(a_p: np.ndarray, a_role: np.ndarray, n_principals: int) -> np.ndarray:
+    """Per principal, the sorted, ``+``-joined set of its agents' roles (None without any):
+    each distinct set of roles is joined once (as a bit mask of the sorted roles)."""
+    out = np.full(n_principals, None, dtype=object)
+    has = ~pd.isna(a_role)
+    if not has.any():
+        return out
+    codes, uniques = pd.factorize(a_role[has])
+    names = sorted(uniques.tolist())
+    if len(names) > 62:  # too many for one int64 mask: one principal at a time
+        roles: dict[int, set[str]] = defaultdict(set)
+        for p, role in zip(a_p[has].tolist(), a_role[has]):
+            roles[p].add(role)
+        for p, rs in roles.items():
+            out[p] = "+".join(sorted(rs)) or None
+        return out
+    rank = pd.Index(names, dtype=object).get_indexer(uniques)
+    mask = np.zeros(n_principals, dtype=np.int64)
+    np.bitwise_or.at(mask, a_p[has], np.left_shift(np.int64(1), rank[codes].astype(np.int64)))
+    sets, inverse = np.unique(mask, return_inverse=True)
+    joined = np.array([("+".join(n for i, n in enumerate(names) if m >> i & 1) or None) for m in sets.tolist()]
+                      + [None], dtype=object)[:-1]
+    return joined[inverse]
+
+
 def outcome_report(
     runs: pd.DataFrame,
     principals: pd.DataFrame,
@@ -1100,7 +1140,7 @@ def outcome_report(
     threshold = _check_threshold(threshold)
     R = _runs_columns(runs)
     run_index = pd.Index(R["run_id"].to_numpy(dtype=object), dtype=object)
-    P, (m_row, m_name, m_value), p_pairs = _principals_columns(principals, run_index)
+    P, (m_row, name_codes, name_uniques, m_value), p_pairs = _principals_columns(principals, run_index)
     A, a_pairs = _agents_columns(agents, run_index, p_pairs)
     L, mode_list, cat_list = _label_frame(_report_labels_columns(labels, run_index, a_pairs), modes, mode_category)
 
@@ -1142,12 +1182,7 @@ def outcome_report(
         a_key = [A[c].to_numpy(dtype=object) for c in key_cols]
         u_key = a_key
     elif by == "principal":
-        roles: dict[int, set[str]] = defaultdict(set)
-        for p, role in zip(a_p.tolist(), A["role"].to_numpy(dtype=object)):
-            if role is not None:
-                roles[p].add(role)
-        p_role = np.array([("+".join(sorted(roles[i])) or None) if i in roles else None
-                           for i in range(len(P))] + [None], dtype=object)[:-1]
+        p_role = _principal_roles(a_p, A["role"].to_numpy(dtype=object), len(P))
         p_kind = P["kind"].to_numpy(dtype=object)
         u_key = [p_kind, p_role]
         a_key = [p_kind[a_p], p_role[a_p]]
@@ -1182,7 +1217,7 @@ def outcome_report(
     metric_names: list[str] = []
     metric_means: list[np.ndarray] = []
     if len(m_row) and n_units:
-        name_codes, name_uniques = pd.factorize(np.asarray(m_name, dtype=object))
+        name_uniques = np.asarray(name_uniques + [None], dtype=object)[:-1]
         m_vals = np.asarray(m_value, dtype=np.float64)
         # the entries of each unit's principal (m_row is ascending): a ragged range per unit
         starts = np.searchsorted(m_row, u_p, "left")
