@@ -386,6 +386,382 @@ def _parse_report_labels(
     return out
 
 
+# --------------------------------------------------------------------------------------------
+# columnar parsing / validation
+#
+# The same checks as the row-by-row parsers above, as whole-column operations.  Each check is
+# *sufficient*: when a column passes, every row parser would have accepted it and produced the
+# values taken here.  When any column fails (bad input, or a type the fast path does not know),
+# the row parser runs on that frame instead: it raises the error naming the first bad row and
+# field, or returns its values, which are then put into columns.  So the results and the error
+# messages are those of the row parsers by construction.
+
+#: types a missing value can have (what :func:`_missing` accepts, plus non-missing floats,
+#: which :func:`_missing_mask` tells apart)
+_MISSING_TYPES = frozenset({type(None), float, np.float64, np.float32, np.float16, type(pd.NA), type(pd.NaT)})
+_NUMBER_TYPES = frozenset({int, float, np.float64, np.float32, np.float16, np.int64, np.int32, np.int16,
+                           np.int8, np.uint64, np.uint32, np.uint16, np.uint8})
+_BOOL_TYPES = frozenset({bool, np.bool_})
+
+
+class _Fallback(Exception):
+    """A column did not pass a columnar check: use the row parser."""
+
+
+#: numeric metrics in long form: (row, name code, names, value)
+_Metrics = tuple[np.ndarray, np.ndarray, list[str], list[float]]
+
+
+def _objects(df: pd.DataFrame, field: str) -> np.ndarray:
+    return df[field].to_numpy(dtype=object)
+
+
+def _types(values: np.ndarray) -> set[type]:
+    return set(map(type, values))
+
+
+def _is_str_type(t: type) -> bool:
+    return t is str or issubclass(t, str)
+
+
+def _missing_mask(values: np.ndarray, types: set[type]) -> np.ndarray:
+    """Boolean mask of the values :func:`_missing` calls missing; ``types`` (the value types)
+    must be within :data:`_MISSING_TYPES` plus string and number types."""
+    if types <= {str}:
+        return np.zeros(len(values), dtype=bool)
+    return pd.isna(values)
+
+
+def _col_str(df: pd.DataFrame, field: str, optional: bool) -> np.ndarray:
+    """Values of a required (non-empty) or optional string column, missing -> None."""
+    values = _objects(df, field)
+    types = _types(values)
+    if not optional:
+        if not all(_is_str_type(t) for t in types) or (len(values) and (values == "").any()):
+            raise _Fallback
+        return values
+    other = {t for t in types if not _is_str_type(t)}
+    if not other:
+        return values
+    if not other <= _MISSING_TYPES:
+        raise _Fallback
+    mask = _missing_mask(values, types)
+    if not all(_is_str_type(t) for t in _types(values[~mask])):
+        raise _Fallback
+    out = values.copy()
+    out[mask] = None
+    return out
+
+
+def _col_choice(df: pd.DataFrame, field: str, allowed: Sequence[str], optional: bool) -> np.ndarray:
+    values = _objects(df, field)
+    types = _types(values)
+    if not all(_is_str_type(t) for t in types):
+        if not optional:
+            raise _Fallback
+        values = _col_str(df, field, optional=True)
+    check = values[~pd.isna(values)] if optional and len(values) and values.dtype == object and \
+        not all(_is_str_type(t) for t in types) else values
+    if not pd.Series(check, dtype=object).isin(list(allowed)).all():
+        raise _Fallback
+    return values
+
+
+def _col_number(df: pd.DataFrame, field: str) -> np.ndarray:
+    """A number-or-missing column as float64, NaN for missing (what ``float(value)`` gives)."""
+    col = df[field]
+    if col.dtype.kind in "fiu":
+        return col.to_numpy(dtype=np.float64, na_value=np.nan)
+    values = _objects(df, field)
+    types = _types(values)
+    if not types <= (_NUMBER_TYPES | _MISSING_TYPES):
+        raise _Fallback
+    mask = _missing_mask(values, types)
+    out = np.full(len(values), np.nan)
+    out[~mask] = values[~mask].astype(np.float64)
+    return out
+
+
+def _col_bool(df: pd.DataFrame, field: str) -> tuple[np.ndarray, np.ndarray]:
+    """A true/false/missing column (0 and 1 count as false and true): ``(known, value)``."""
+    col = df[field]
+    if col.dtype == np.bool_:
+        return np.ones(len(col), dtype=bool), col.to_numpy(dtype=bool)
+    values = _objects(df, field)
+    types = _types(values)
+    if not types <= (_BOOL_TYPES | _NUMBER_TYPES | _MISSING_TYPES):
+        raise _Fallback
+    known = ~_missing_mask(values, types)
+    numbers_ = values[known].astype(np.float64)
+    if not np.isin(numbers_, (0.0, 1.0)).all():
+        raise _Fallback
+    value = np.zeros(len(values), dtype=bool)
+    value[known] = numbers_ == 1.0
+    return known, value
+
+
+def _metrics_long(rows: list[int], names: list[str], vals: list[float]) -> _Metrics:
+    codes, uniques = pd.factorize(np.asarray(names, dtype=object)) if names else (np.zeros(0, np.int64), [])
+    return np.asarray(rows, dtype=np.int64), np.asarray(codes, dtype=np.int64), list(uniques), vals
+
+
+def _col_metrics(df: pd.DataFrame) -> _Metrics:
+    """The numeric metrics of every row, long form: ``(row, name code, names, value)`` (the
+    entries :func:`_numeric_metrics` keeps, in its order; a later duplicate name of one row
+    wins; ``names[code]`` is the name)."""
+    rows: list[int] = []
+    codes: list[int] = []
+    code_of: dict[str, int] = {}
+    vals: list[float] = []
+    odd_keys = False
+    isfinite = math.isfinite
+    for i, d in enumerate(_objects(df, "metrics")):
+        if type(d) is dict:
+            for key, v in d.items():
+                t = type(v)
+                if t is float:
+                    if not isfinite(v):
+                        continue
+                elif t is int:
+                    v = float(v)
+                elif t is str or t is bool or t is list or t is dict or v is None:
+                    continue
+                elif _is_number(v) and isfinite(float(v)):
+                    v = float(v)
+                else:
+                    continue
+                if type(key) is not str:
+                    key, odd_keys = str(key), True
+                code = code_of.get(key)
+                if code is None:
+                    code = code_of[key] = len(code_of)
+                rows.append(i)
+                codes.append(code)
+                vals.append(v)
+        elif not (d is None or (type(d) is float and d != d)):
+            raise _Fallback
+    if odd_keys:  # str(key) may make two keys of one row the same name: the last one counts
+        frame = pd.DataFrame({"row": rows, "code": codes, "value": vals}).drop_duplicates(
+            ["row", "code"], keep="last").sort_index()
+        rows, codes, vals = list(frame["row"]), list(frame["code"]), list(frame["value"])
+    return np.asarray(rows, dtype=np.int64), np.asarray(codes, dtype=np.int64), list(code_of), vals
+
+
+class _Pairs:
+    """(run, id) pairs as int64 codes, for uniqueness checks and lookups without tuples:
+    ``run_pos`` are positions in the runs frame, ``ids`` strings."""
+
+    def __init__(self, run_ids: np.ndarray, run_pos: np.ndarray, ids: np.ndarray) -> None:
+        self.run_ids, self.ids = run_ids, ids
+        id_codes, uniques = pd.factorize(ids) if len(ids) else (np.zeros(0, np.int64), np.zeros(0, dtype=object))
+        self.vocab = pd.Index(uniques, dtype=object)
+        self.width = len(self.vocab) + 1
+        self.codes = pd.Index(run_pos.astype(np.int64) * self.width + id_codes + 1)
+
+    def _code(self, run_pos: np.ndarray, ids: np.ndarray) -> np.ndarray:
+        if not len(ids):
+            return np.zeros(0, dtype=np.int64)
+        return run_pos.astype(np.int64) * self.width + self.vocab.get_indexer(ids) + 1
+
+    @property
+    def has_duplicates(self) -> bool:
+        return self.codes.has_duplicates
+
+    def find(self, run_pos: np.ndarray, ids: np.ndarray) -> np.ndarray:
+        """Positions of the pairs ``(run_pos, ids)`` among these pairs, -1 when absent."""
+        if not len(ids):
+            return np.zeros(0, dtype=np.int64)
+        return self.codes.get_indexer(self._code(run_pos, ids))
+
+    def keys(self) -> dict[tuple[str, str], None]:
+        """The pairs as ``{(run_id, id): None}`` (what the row parsers look pairs up in)."""
+        return dict.fromkeys(zip(self.run_ids, self.ids))
+
+
+def _bare(df: pd.DataFrame) -> pd.DataFrame:
+    """``df`` without its attrs: pandas deep-copies attrs on every column access, and a resolved
+    label frame carries the list of labelled runs there."""
+    if df.attrs:
+        df = df.copy(deep=False)
+        df.attrs = {}
+    return df
+
+
+def _positions(index: pd.Index, values: np.ndarray) -> np.ndarray:
+    return index.get_indexer(values) if len(values) else np.zeros(0, dtype=np.int64)
+
+
+def _runs_columns(runs: pd.DataFrame) -> pd.DataFrame:
+    """The runs frame checked as :func:`_parse_runs` checks it, in row order, missing -> None
+    (``aggregate_score`` NaN)."""
+    _check_frame(runs, RUN_COLUMNS, "runs")
+    runs = _bare(runs)
+    try:
+        run_id = _col_str(runs, "run_id", optional=False)
+        if pd.Index(run_id).has_duplicates:
+            raise _Fallback
+        out = pd.DataFrame({
+            "run_id": run_id,
+            "scenario_id": _col_str(runs, "scenario_id", optional=False),
+            "family": _col_str(runs, "family", optional=False),
+            "alignment": _col_choice(runs, "alignment", ALIGNMENTS, optional=True),
+            "status": _col_choice(runs, "status", STATUSES, optional=False),
+            "aggregate_score": _col_number(runs, "aggregate_score"),
+        }, index=pd.RangeIndex(len(runs)))
+    except _Fallback:
+        parsed = list(_parse_runs(runs).values())
+        out = pd.DataFrame({c: [r[c] for r in parsed] for c in RUN_COLUMNS}, dtype=object)
+        out["aggregate_score"] = np.array([np.nan if r["aggregate_score"] is None else r["aggregate_score"]
+                                           for r in parsed], dtype=np.float64)
+    return out
+
+
+def _principals_columns(principals: pd.DataFrame, run_index: pd.Index
+                        ) -> tuple[pd.DataFrame, _Metrics, _Pairs]:
+    """The principals frame checked as :func:`_parse_principals` checks it: columns run_id,
+    principal_id, run (position in ``run_index``), kind, known (the success flag is present),
+    flag, score (NaN when missing); the numeric metrics in long form (see
+    :func:`_col_metrics`); the (run, principal) pairs."""
+    _check_frame(principals, PRINCIPAL_COLUMNS, "principals")
+    principals = _bare(principals)
+    try:
+        run_id = _col_str(principals, "run_id", optional=False)
+        run_pos = _positions(run_index, run_id)
+        if (run_pos < 0).any():
+            raise _Fallback
+        pid = _col_str(principals, "principal_id", optional=False)
+        pairs = _Pairs(run_id, run_pos, pid)
+        if pairs.has_duplicates:
+            raise _Fallback
+        known, flag = _col_bool(principals, "success")
+        out = pd.DataFrame({
+            "run_id": run_id, "principal_id": pid, "run": run_pos,
+            "kind": _col_choice(principals, "kind", PRINCIPAL_KINDS, optional=True),
+            "known": known, "flag": flag, "score": _col_number(principals, "score"),
+        }, index=pd.RangeIndex(len(principals)))
+        metrics = _col_metrics(principals)
+    except _Fallback:
+        parsed = list(_parse_principals(principals, dict.fromkeys(run_index)).values())
+        run_id = np.array([p["run_id"] for p in parsed] + [None], dtype=object)[:-1]
+        pid = np.array([p["principal_id"] for p in parsed] + [None], dtype=object)[:-1]
+        run_pos = _positions(run_index, run_id)
+        pairs = _Pairs(run_id, run_pos, pid)
+        out = pd.DataFrame({
+            "run_id": run_id, "principal_id": pid, "run": run_pos,
+            "kind": pd.Series([p["kind"] for p in parsed], dtype=object),
+            "known": np.array([p["success"] is not None for p in parsed], dtype=bool),
+            "flag": np.array([bool(p["success"]) for p in parsed], dtype=bool),
+            "score": np.array([np.nan if p["score"] is None else p["score"] for p in parsed], dtype=np.float64),
+        })
+        rows, names, vals = [], [], []
+        for i, p in enumerate(parsed):
+            for k, v in p["metrics"].items():
+                rows.append(i)
+                names.append(k)
+                vals.append(v)
+        metrics = _metrics_long(rows, names, vals)
+    return out, metrics, pairs
+
+
+def _agents_columns(agents: pd.DataFrame, run_index: pd.Index, principal_pairs: _Pairs
+                    ) -> tuple[pd.DataFrame, _Pairs]:
+    """The agents frame checked as :func:`_parse_agents` checks it, plus ``run`` and ``p`` (the
+    positions of the agent's run and principal); and the (run, agent) pairs."""
+    _check_frame(agents, AGENT_COLUMNS, "agents")
+    agents = _bare(agents)
+    try:
+        run_id = _col_str(agents, "run_id", optional=False)
+        run_pos = _positions(run_index, run_id)
+        if (run_pos < 0).any():
+            raise _Fallback
+        aid = _col_str(agents, "agent_id", optional=False)
+        pairs = _Pairs(run_id, run_pos, aid)
+        if pairs.has_duplicates:
+            raise _Fallback
+        pid = _col_str(agents, "principal_id", optional=False)
+        p = principal_pairs.find(run_pos, pid)
+        if (p < 0).any():
+            raise _Fallback
+        out = pd.DataFrame({
+            "run_id": run_id, "agent_id": aid, "principal_id": pid,
+            "role": _col_str(agents, "role", optional=True),
+            "model": _col_str(agents, "model", optional=True),
+            "harness": _col_str(agents, "harness", optional=True),
+            "run": run_pos, "p": p,
+        }, index=pd.RangeIndex(len(agents)))
+    except _Fallback:
+        parsed = list(_parse_agents(agents, dict.fromkeys(run_index), principal_pairs.keys()).values())
+        out = pd.DataFrame({c: pd.Series([a[c] for a in parsed], dtype=object) for c in AGENT_COLUMNS})
+        run_pos = _positions(run_index, out["run_id"].to_numpy(dtype=object))
+        out["run"] = run_pos
+        out["p"] = principal_pairs.find(run_pos, out["principal_id"].to_numpy(dtype=object))
+        pairs = _Pairs(out["run_id"].to_numpy(dtype=object), run_pos, out["agent_id"].to_numpy(dtype=object))
+    return out, pairs
+
+
+def _report_labels_columns(labels: pd.DataFrame, run_index: pd.Index, agent_pairs: _Pairs | None
+                           ) -> pd.DataFrame:
+    """The labels frame checked as :func:`_parse_report_labels` checks it (run_id, mode,
+    category, agent; missing -> None), in row order."""
+    _check_frame(labels, REPORT_LABEL_COLUMNS, "labels")
+    labels = _bare(labels)
+    try:
+        run_id = _col_str(labels, "run_id", optional=False)
+        run_pos = _positions(run_index, run_id)
+        if (run_pos < 0).any():
+            raise _Fallback
+        agent = _col_str(labels, "agent", optional=True)
+        if agent_pairs is not None:
+            named = ~pd.isna(agent)
+            if named.any() and (agent_pairs.find(run_pos[named], agent[named]) < 0).any():
+                raise _Fallback
+        out = pd.DataFrame({
+            "run_id": run_id, "mode": _col_str(labels, "mode", optional=False),
+            "category": _col_str(labels, "category", optional=True), "agent": agent,
+        }, index=pd.RangeIndex(len(labels)))
+    except _Fallback:
+        keys = agent_pairs.keys() if agent_pairs is not None else None
+        parsed = _parse_report_labels(labels, dict.fromkeys(run_index), keys)
+        out = pd.DataFrame({c: pd.Series([r[c] for r in parsed], dtype=object) for c in REPORT_LABEL_COLUMNS})
+    return out
+
+
+def _codes(*columns: np.ndarray) -> tuple[np.ndarray, int]:
+    """Group codes of the rows of ``columns`` (None/NaN is a value of its own): ``(codes, n_groups)``."""
+    n = len(columns[0])
+    codes = np.zeros(n, dtype=np.int64)
+    for col in columns:
+        c, uniques = pd.factorize(col, use_na_sentinel=False)
+        codes = codes * max(len(uniques), 1) + c
+    if len(columns) > 1:
+        codes, uniques = pd.factorize(codes)
+        return codes.astype(np.int64), len(uniques)
+    return codes, int(codes.max()) + 1 if n else 0
+
+
+def _group_fsum(groups: np.ndarray, values: np.ndarray, n_groups: int) -> np.ndarray:
+    """Per group, the correctly rounded sum (math.fsum) of ``values``: float64 array."""
+    out = np.zeros(n_groups)
+    if not len(values):
+        return out
+    order = np.argsort(groups, kind="stable")
+    g, v = groups[order], values[order].tolist()
+    bounds = np.flatnonzero(np.diff(g)) + 1
+    starts = [0, *bounds.tolist()]
+    ends = [*bounds.tolist(), len(v)]
+    for s, e in zip(starts, ends):
+        out[g[s]] = math.fsum(v[s:e])
+    return out
+
+
+def _rates(hits: np.ndarray, total: np.ndarray) -> np.ndarray:
+    """hits / total, NaN where total is 0 (what :func:`_rate` gives, element by element)."""
+    out = np.full(len(total), np.nan)
+    nz = total > 0
+    out[nz] = hits[nz].astype(np.float64) / total[nz].astype(np.float64)
+    return out
+
+
 def aggregate_success(
     status: str, aggregate_score: float | None, threshold: float = DEFAULT_THRESHOLD
 ) -> bool:
@@ -421,6 +797,39 @@ def _pick_category(categories: Iterable[str | None], run_id: str, mode: str) -> 
             f"labels: run {run_id!r} mode {mode!r} is labelled with conflicting categories {found}"
         )
     return found[0] if found else None
+
+
+def _resolve_label_rows(labels: pd.DataFrame) -> list[dict[str, Any]]:
+    """The rows of a :data:`LABEL_COLUMNS` frame as dicts, checked (by column, or row by row
+    when a column does not pass, so that the error names the first bad row and field)."""
+    keys = ("run_id", "annotator", "mode", "category", "agent", "source")
+    try:
+        source = _col_choice(labels, "source", LABEL_SOURCES, optional=False)
+        annotator = _col_str(labels, "annotator", optional=True)
+        human = source == "human"
+        # gold and judge labels may come without an annotator name; a human vote needs one
+        if human.any() and (pd.isna(annotator[human]).any() or (annotator[human] == "").any()):
+            raise _Fallback
+        columns = (_col_str(labels, "run_id", optional=False), annotator, _col_str(labels, "mode", optional=False),
+                   _col_str(labels, "category", optional=True), _col_str(labels, "agent", optional=True), source)
+        return [dict(zip(keys, values)) for values in zip(*columns)]
+    except _Fallback:
+        pass
+    rows = []
+    for i, row in enumerate(_records(labels, LABEL_COLUMNS)):
+        label_source = _choice("labels", i, row, "source", LABEL_SOURCES, optional=False)
+        annotator = (_req_str if label_source == "human" else _opt_str)("labels", i, row, "annotator")
+        rows.append(
+            {
+                "run_id": _req_str("labels", i, row, "run_id"),
+                "annotator": annotator,
+                "mode": _req_str("labels", i, row, "mode"),
+                "category": _opt_str("labels", i, row, "category"),
+                "agent": _opt_str("labels", i, row, "agent"),
+                "source": label_source,
+            }
+        )
+    return rows
 
 
 def resolve_labels(
@@ -481,24 +890,16 @@ def resolve_labels(
             f"source must be 'auto', 'gold', 'majority' or 'annotator:<name>', got {source!r}"
         )
 
-    rows = []
-    for i, row in enumerate(_records(labels, LABEL_COLUMNS)):
-        label_source = _choice("labels", i, row, "source", LABEL_SOURCES, optional=False)
-        # gold and judge labels may come without an annotator name; a human vote needs one
-        annotator = (_req_str if label_source == "human" else _opt_str)("labels", i, row, "annotator")
-        rows.append(
-            {
-                "run_id": _req_str("labels", i, row, "run_id"),
-                "annotator": annotator,
-                "mode": _req_str("labels", i, row, "mode"),
-                "category": _opt_str("labels", i, row, "category"),
-                "agent": _opt_str("labels", i, row, "agent"),
-                "source": label_source,
-            }
-        )
+    rows = _resolve_label_rows(_bare(labels))
     submitted: dict[str, set[str]] = defaultdict(set)
-    for i, row in enumerate(_records(submissions, SUBMISSION_COLUMNS)):
-        submitted[_req_str("submissions", i, row, "run_id")].add(_req_str("submissions", i, row, "annotator"))
+    subs = _bare(submissions)
+    try:  # the checks of the row loop below, by column
+        pairs = zip(_col_str(subs, "run_id", optional=False), _col_str(subs, "annotator", optional=False))
+    except _Fallback:
+        pairs = ((_req_str("submissions", i, row, "run_id"), _req_str("submissions", i, row, "annotator"))
+                 for i, row in enumerate(_records(subs, SUBMISSION_COLUMNS)))
+    for run_id, annotator in pairs:
+        submitted[run_id].add(annotator)
     gold = _id_set(gold_runs, "gold_runs") | {r["run_id"] for r in rows if r["source"] == "gold"}
 
     if run_ids is not None:
@@ -597,14 +998,16 @@ def resolve_labels(
 # outcome report
 
 
-def _label_columns(
-    labels: list[dict[str, Any]], modes: Sequence[str] | None, mode_category: Mapping[str, str] | None
-) -> tuple[list[dict[str, Any]], list[str], list[str]]:
-    """Filter labels to ``modes``, attach the effective category, and list mode/category columns."""
+def _label_frame(
+    labels: pd.DataFrame, modes: Sequence[str] | None, mode_category: Mapping[str, str] | None
+) -> tuple[pd.DataFrame, list[str], list[Any]]:
+    """:func:`_label_columns` on a labels frame: the labels kept (``modes``), their effective
+    category, and the mode / category columns."""
     if mode_category is not None and not isinstance(mode_category, Mapping):
         raise ReportInputError(
             f"mode_category must be a mapping of mode code -> category, got {mode_category!r}"
         )
+    present = list(dict.fromkeys(labels["mode"]))
     if modes is not None:
         if isinstance(modes, str):
             raise ReportInputError(f"modes must be a list of mode codes, got the string {modes!r}")
@@ -613,123 +1016,68 @@ def _label_columns(
         if bad:
             raise ReportInputError(f"modes: every mode code must be a non-empty string, got {bad!r}")
         keep = set(mode_list)
-        labels = [lab for lab in labels if lab["mode"] in keep]
+        labels = labels[labels["mode"].isin([m for m in present if m in keep])]
     elif mode_category is not None:
-        mode_list = list(mode_category) + sorted({lab["mode"] for lab in labels} - set(mode_category))
+        mode_list = list(mode_category) + sorted(set(present) - set(mode_category))
     else:
-        mode_list = sorted({lab["mode"] for lab in labels})
+        mode_list = sorted(set(present))
 
-    out = []
-    for lab in labels:
-        cat = lab["category"]
-        if mode_category is not None and lab["mode"] in mode_category:
-            cat = mode_category[lab["mode"]]
-        out.append({**lab, "category": cat})
-    cats: list[str] = []
+    category = labels["category"].to_numpy(dtype=object)
+    if mode_category is not None and len(labels):
+        category = np.array([mode_category[m] if m in mode_category else c
+                             for m, c in zip(labels["mode"].to_numpy(dtype=object), category)] + [None],
+                            dtype=object)[:-1]
+    labels = pd.DataFrame({"run_id": labels["run_id"].to_numpy(dtype=object),
+                           "mode": labels["mode"].to_numpy(dtype=object), "category": category,
+                           "agent": labels["agent"].to_numpy(dtype=object)})
+    cats: list[Any] = []
     if mode_category is not None:
         cats = list(dict.fromkeys(mode_category[m] for m in mode_list if m in mode_category))
-    cats += sorted({lab["category"] for lab in out if lab["category"] is not None} - set(cats))
-    return out, mode_list, cats
+    cats += sorted({c for c in category if c is not None} - set(cats))
+    return labels, mode_list, cats
 
 
-def _build_units(
-    runs: pd.DataFrame,
-    principals: pd.DataFrame,
-    agents: pd.DataFrame,
-    labels: pd.DataFrame,
-    threshold: float,
-    labelled_runs: Iterable[str] | None,
-    modes: Sequence[str] | None,
-    mode_category: Mapping[str, str] | None,
-) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[str], list[str]]:
-    run_map = _parse_runs(runs)
-    p_map = _parse_principals(principals, run_map)
-    a_map = _parse_agents(agents, run_map, p_map)
-    labs, mode_list, cat_list = _label_columns(
-        _parse_report_labels(labels, run_map, a_map), modes, mode_category
-    )
-
-    if labelled_runs is None:
-        labelled = set(run_map)
-    else:
-        labelled = _id_set(labelled_runs, "labelled_runs") | {lab["run_id"] for lab in labs}
-
-    run_modes: dict[str, set[str]] = defaultdict(set)
-    run_cats: dict[str, set[str]] = defaultdict(set)
-    agent_modes: dict[tuple[str, str], set[str]] = defaultdict(set)
-    agent_cats: dict[tuple[str, str], set[str]] = defaultdict(set)
-    for lab in labs:
-        run_modes[lab["run_id"]].add(lab["mode"])
-        if lab["category"] is not None:
-            run_cats[lab["run_id"]].add(lab["category"])
-        if lab["agent"] is not None:
-            agent_modes[(lab["run_id"], lab["agent"])].add(lab["mode"])
-            if lab["category"] is not None:
-                agent_cats[(lab["run_id"], lab["agent"])].add(lab["category"])
-
-    roles: dict[tuple[str, str], set[str]] = defaultdict(set)
-    for a in a_map.values():
-        if a["role"] is not None:
-            roles[(a["run_id"], a["principal_id"])].add(a["role"])
-
-    def run_part(run_id: str) -> dict[str, Any]:
-        r = run_map[run_id]
-        return {
-            "run_id": run_id,
-            "family": r["family"],
-            "alignment": r["alignment"],
-            "scenario_id": r["scenario_id"],
-            "agg_success": aggregate_success(r["status"], r["aggregate_score"], threshold),
-            "labelled": run_id in labelled,
-        }
-
-    def principal_part(key: tuple[str, str]) -> dict[str, Any]:
-        p = p_map[key]
-        return {
-            "p_kind": p["kind"],
-            "p_role": "+".join(sorted(roles[key])) or None,
-            "p_success": principal_success(p["success"], p["score"], threshold),
-            "score": p["score"],
-            "metrics": p["metrics"],
-        }
-
-    # each run's and each principal's part once (a run has several principal and agent units)
-    run_parts = {run_id: run_part(run_id) for run_id in run_map}
-    principal_parts = {key: principal_part(key) for key in p_map}
-    p_units = []
-    for key in sorted(p_map):
-        p_units.append(
-            {**run_parts[key[0]], **principal_parts[key], "modes": run_modes[key[0]], "cats": run_cats[key[0]]}
-        )
-    a_units = []
-    for key in sorted(a_map):
-        a = a_map[key]
-        a_units.append(
-            {
-                **run_parts[key[0]],
-                **principal_parts[(key[0], a["principal_id"])],
-                "model": a["model"],
-                "harness": a["harness"],
-                "role": a["role"],
-                "modes": agent_modes[key],
-                "cats": agent_cats[key],
-            }
-        )
-    return p_units, a_units, mode_list, cat_list
+def _hits(units: np.ndarray, keys: list[Any], lab_units: np.ndarray, lab_keys: np.ndarray,
+          unit_group: np.ndarray, unit_ok: np.ndarray, n_groups: int) -> list[np.ndarray]:
+    """For each of ``keys``: per group, the units (of ``unit_ok``) that have at least one
+    (unit, key) pair among ``(lab_units, lab_keys)``; ``units`` is the number of units."""
+    pos = {k: i for i, k in enumerate(keys)}
+    code = np.array([pos.get(k, -1) if k is not None else -1 for k in lab_keys] + [0], dtype=np.int64)[:-1]
+    sel = code >= 0
+    out = [np.zeros(n_groups, dtype=np.int64) for _ in keys]
+    if not sel.any():
+        return out
+    pairs = np.unique(lab_units[sel] * len(keys) + code[sel])
+    u, k = pairs // len(keys), pairs % len(keys)
+    ok = unit_ok[u]
+    counts = np.bincount(unit_group[u[ok]] * len(keys) + k[ok], minlength=n_groups * len(keys))
+    counts = counts.reshape(n_groups, len(keys))
+    return [counts[:, i].astype(np.int64) for i in range(len(keys))]
 
 
-def _key_fn(by: str):
-    """Key of a unit for grouping ``by``; works for agent units and principal units alike
-    (an agent unit carries its principal's kind and role set as ``p_kind`` / ``p_role``)."""
-    cols = ("p_kind", "p_role") if by == "principal" else GROUPINGS[by]
-    return lambda u: tuple(u[c] for c in cols)
-
-
-def _group(units: list[dict[str, Any]], key_fn) -> dict[tuple, list[dict[str, Any]]]:
-    groups: dict[tuple, list[dict[str, Any]]] = defaultdict(list)
-    for u in units:
-        groups[key_fn(u)].append(u)
-    return groups
+def _principal_roles(a_p: np.ndarray, a_role: np.ndarray, n_principals: int) -> np.ndarray:
+    """Per principal, the sorted, ``+``-joined set of its agents' roles (None without any):
+    each distinct set of roles is joined once (as a bit mask of the sorted roles)."""
+    out = np.full(n_principals, None, dtype=object)
+    has = ~pd.isna(a_role)
+    if not has.any():
+        return out
+    codes, uniques = pd.factorize(a_role[has])
+    names = sorted(uniques.tolist())
+    if len(names) > 62:  # too many for one int64 mask: one principal at a time
+        roles: dict[int, set[str]] = defaultdict(set)
+        for p, role in zip(a_p[has].tolist(), a_role[has]):
+            roles[p].add(role)
+        for p, rs in roles.items():
+            out[p] = "+".join(sorted(rs)) or None
+        return out
+    rank = pd.Index(names, dtype=object).get_indexer(uniques)
+    mask = np.zeros(n_principals, dtype=np.int64)
+    np.bitwise_or.at(mask, a_p[has], np.left_shift(np.int64(1), rank[codes].astype(np.int64)))
+    sets, inverse = np.unique(mask, return_inverse=True)
+    joined = np.array([("+".join(n for i, n in enumerate(names) if m >> i & 1) or None) for m in sets.tolist()]
+                      + [None], dtype=object)[:-1]
+    return joined[inverse]
 
 
 def outcome_report(
@@ -790,49 +1138,132 @@ def outcome_report(
     if by not in GROUPINGS:
         raise ReportInputError(f"by must be one of {', '.join(GROUPINGS)}, got {by!r}")
     threshold = _check_threshold(threshold)
-    p_units, a_units, mode_list, cat_list = _build_units(
-        runs, principals, agents, labels, threshold, labelled_runs, modes, mode_category
-    )
+    R = _runs_columns(runs)
+    run_index = pd.Index(R["run_id"].to_numpy(dtype=object), dtype=object)
+    P, (m_row, name_codes, name_uniques, m_value), p_pairs = _principals_columns(principals, run_index)
+    A, a_pairs = _agents_columns(agents, run_index, p_pairs)
+    L, mode_list, cat_list = _label_frame(_report_labels_columns(labels, run_index, a_pairs), modes, mode_category)
+
+    # runs: aggregate success, labelled
+    score = R["aggregate_score"].to_numpy()
+    with np.errstate(invalid="ignore"):
+        r_agg = (R["status"].to_numpy(dtype=object) == "completed") & ~np.isnan(score) & (score >= threshold)
+    if labelled_runs is None:
+        r_lab = np.ones(len(R), dtype=bool)
+    else:
+        ids = _id_set(labelled_runs, "labelled_runs") | set(L["run_id"])
+        r_lab = run_index.isin(list(ids)) if len(R) else np.zeros(0, dtype=bool)
+    # principals: own outcome
+    p_run = P["run"].to_numpy(dtype=np.int64)
+    p_score = P["score"].to_numpy(dtype=np.float64)
+    p_has_score = ~np.isnan(p_score)
+    known_flag = P["known"].to_numpy(dtype=bool)
+    with np.errstate(invalid="ignore"):
+        p_known = known_flag | p_has_score
+        p_ok = np.where(known_flag, P["flag"].to_numpy(dtype=bool), p_has_score & (p_score >= threshold))
+    # agents
+    a_p = A["p"].to_numpy(dtype=np.int64)
+    a_run = A["run"].to_numpy(dtype=np.int64)
+    # labels: run / agent positions
+    l_run = _positions(run_index, L["run_id"].to_numpy(dtype=object))
+    l_agent_col = L["agent"].to_numpy(dtype=object)
+    l_agent_named = ~pd.isna(l_agent_col)
+    l_agent = np.full(len(L), -1, dtype=np.int64)
+    if l_agent_named.any():
+        l_agent[l_agent_named] = a_pairs.find(l_run[l_agent_named], l_agent_col[l_agent_named])
+    l_mode = L["mode"].to_numpy(dtype=object)
+    l_cat = L["category"].to_numpy(dtype=object)
+
+    # unit keys: agent-runs for agent groupings, principal-runs otherwise; agent-runs always
+    # carry the keys of their grouping too (for responsible_n / responsible_rate)
     agent_grouping = by in _AGENT_UNIT_GROUPINGS
-    units = a_units if agent_grouping else p_units
-    groups = _group(units, _key_fn(by))
-    responsible_groups = _group(a_units, _key_fn(by))
-    metric_names = sorted({m for u in units for m in u["metrics"]})
     key_cols = GROUPINGS[by]
+    if agent_grouping:
+        a_key = [A[c].to_numpy(dtype=object) for c in key_cols]
+        u_key = a_key
+    elif by == "principal":
+        p_role = _principal_roles(a_p, A["role"].to_numpy(dtype=object), len(P))
+        p_kind = P["kind"].to_numpy(dtype=object)
+        u_key = [p_kind, p_role]
+        a_key = [p_kind[a_p], p_role[a_p]]
+    else:
+        col = R[key_cols[0]].to_numpy(dtype=object)
+        u_key = [col[p_run]]
+        a_key = [col[a_run]]
+    n_units = len(A) if agent_grouping else len(P)
+    codes, n_codes = _codes(*[np.concatenate([u, a]) for u, a in zip(u_key, a_key)]) if n_units + len(A) else \
+        (np.zeros(0, np.int64), 0)
+    u_group, a_group = codes[:n_units], codes[n_units:]
+    G = n_codes
 
-    rows = []
-    for key in sorted(groups, key=_sort_key):
-        g = groups[key]
-        n = len(g)
-        known = [u["p_success"] for u in g if u["p_success"] is not None]
-        agg_rate = _rate(sum(u["agg_success"] for u in g), n)
-        p_rate = _rate(sum(known), len(known))
-        lab = [u for u in g if u["labelled"]]
-        resp = [u for u in responsible_groups.get(key, []) if u["labelled"]]
-        row: dict[str, Any] = dict(zip(key_cols, key))
-        row.update(
-            {
-                "runs": len({u["run_id"] for u in g}),
-                "n": n,
-                "aggregate_success_rate": agg_rate,
-                "principal_success_rate": p_rate,
-                "success_gap": agg_rate - p_rate,
-                "principal_known": len(known),
-                "principal_unknown": n - len(known),
-                "mean_principal_score": _mean([u["score"] for u in g if u["score"] is not None]),
-            }
-        )
-        for m in metric_names:
-            row[f"metric:{m}"] = _mean([u["metrics"][m] for u in g if m in u["metrics"]])
-        row["labelled_n"] = len(lab)
-        row["responsible_n"] = len(resp)
-        row["responsible_rate"] = _rate(sum(bool(u["modes"]) for u in resp), len(resp))
-        for c in cat_list:
-            row[f"cat:{c}"] = _rate(sum(c in u["cats"] for u in lab), len(lab))
-        for m in mode_list:
-            row[f"mode:{m}"] = _rate(sum(m in u["modes"] for u in lab), len(lab))
-        rows.append(row)
+    u_run = a_run if agent_grouping else p_run
+    u_p = a_p if agent_grouping else np.arange(len(P))
+    n = np.bincount(u_group, minlength=G)
+    runs_n = np.bincount(np.unique(u_group * max(len(R), 1) + u_run) // max(len(R), 1), minlength=G) \
+        if n_units else np.zeros(G, np.int64)
+    agg_hits = np.bincount(u_group, weights=r_agg[u_run], minlength=G) if n_units else np.zeros(G)
+    u_known = p_known[u_p]
+    known_n = np.bincount(u_group, weights=u_known, minlength=G).astype(np.int64) if n_units else \
+        np.zeros(G, np.int64)
+    ok_hits = np.bincount(u_group, weights=u_known & p_ok[u_p], minlength=G) if n_units else np.zeros(G)
+    u_has_score = p_has_score[u_p]
+    score_n = np.bincount(u_group[u_has_score], minlength=G)
+    score_sum = _group_fsum(u_group[u_has_score], p_score[u_p][u_has_score], G)
+    agg_rate = _rates(agg_hits, n)
+    p_rate = _rates(ok_hits, known_n)
+    mean_score = _rates(score_sum, score_n)
 
+    # metrics: per (unit, metric) of the unit's principal
+    metric_names: list[str] = []
+    metric_means: list[np.ndarray] = []
+    if len(m_row) and n_units:
+        name_uniques = np.asarray(name_uniques + [None], dtype=object)[:-1]
+        m_vals = np.asarray(m_value, dtype=np.float64)
+        # the entries of each unit's principal (m_row is ascending): a ragged range per unit
+        starts = np.searchsorted(m_row, u_p, "left")
+        counts = np.searchsorted(m_row, u_p, "right") - starts
+        total = int(counts.sum())
+        if total:
+            idx = np.repeat(starts - (np.cumsum(counts) - counts), counts) + np.arange(total)
+            e_group = np.repeat(u_group, counts)
+            e_name = name_codes[idx]
+            metric_names = sorted(name_uniques[np.unique(e_name)].tolist())
+            width = len(metric_names)
+            pos = pd.Index(metric_names, dtype=object).get_indexer(name_uniques)
+            gm = e_group * width + pos[e_name]
+            sums = _group_fsum(gm, m_vals[idx], G * width)
+            means = _rates(sums, np.bincount(gm, minlength=G * width)).reshape(G, width)
+            metric_means = [means[:, i] for i in range(width)]
+
+    # labels: labelled units, responsible agent-runs, categories and modes per unit
+    u_lab = r_lab[u_run] if n_units else np.zeros(0, dtype=bool)
+    labelled_n = np.bincount(u_group, weights=u_lab, minlength=G).astype(np.int64) if n_units else \
+        np.zeros(G, np.int64)
+    a_lab = r_lab[a_run] if len(A) else np.zeros(0, dtype=bool)
+    a_has_mode = np.zeros(len(A), dtype=bool)
+    a_has_mode[l_agent[l_agent >= 0]] = True
+    resp_n = np.bincount(a_group, weights=a_lab, minlength=G).astype(np.int64) if len(A) else np.zeros(G, np.int64)
+    resp_hits = np.bincount(a_group, weights=a_lab & a_has_mode, minlength=G) if len(A) else np.zeros(G)
+    if agent_grouping:  # a label counts for the agent-run of its responsible agent
+        named = l_agent >= 0
+        lab_units, lab_modes, lab_cats = l_agent[named], l_mode[named], l_cat[named]
+        unit_group, unit_ok = u_group, u_lab
+    else:  # a label counts for every principal-run of its run: count per (group, run)
+        lab_units, lab_modes, lab_cats = l_run, l_mode, l_cat
+        gr, weights = np.unique(u_group * max(len(R), 1) + u_run, return_counts=True)
+        unit_group, unit_ok = None, None
+    if agent_grouping:
+        cat_hits = _hits(n_units, cat_list, lab_units, lab_cats, unit_group, unit_ok, G)
+        mode_hits = _hits(n_units, mode_list, lab_units, lab_modes, unit_group, unit_ok, G)
+    else:
+        cat_hits = _run_hits(cat_list, lab_units, lab_cats, gr, weights, r_lab, len(R), G)
+        mode_hits = _run_hits(mode_list, lab_units, lab_modes, gr, weights, r_lab, len(R), G)
+
+    # rows: groups present among the units, sorted by key (None last)
+    groups_present, first = np.unique(u_group, return_index=True)
+    keyed = sorted(((tuple(k[i] for k in u_key), g) for g, i in zip(groups_present.tolist(), first.tolist())),
+                   key=lambda kg: _sort_key(kg[0]))
+    order = np.array([g for _, g in keyed], dtype=np.int64)
     columns = [
         *key_cols,
         "runs",
@@ -850,7 +1281,30 @@ def outcome_report(
         *(f"cat:{c}" for c in cat_list),
         *(f"mode:{m}" for m in mode_list),
     ]
-    frame = pd.DataFrame(rows, columns=columns)
+    if not len(order):
+        frame = pd.DataFrame([], columns=columns)
+    else:
+        data: dict[str, Any] = {c: [k[j] for k, _ in keyed] for j, c in enumerate(key_cols)}
+        data.update({
+            "runs": runs_n[order].astype(np.int64),
+            "n": n[order].astype(np.int64),
+            "aggregate_success_rate": agg_rate[order],
+            "principal_success_rate": p_rate[order],
+            "success_gap": agg_rate[order] - p_rate[order],
+            "principal_known": known_n[order],
+            "principal_unknown": (n[order] - known_n[order]).astype(np.int64),
+            "mean_principal_score": mean_score[order],
+        })
+        for m, means in zip(metric_names, metric_means):
+            data[f"metric:{m}"] = means[order]
+        data["labelled_n"] = labelled_n[order]
+        data["responsible_n"] = resp_n[order]
+        data["responsible_rate"] = _rates(resp_hits[order], resp_n[order])
+        for c, hits in zip(cat_list, cat_hits):
+            data[f"cat:{c}"] = _rates(hits[order], labelled_n[order])
+        for m, hits in zip(mode_list, mode_hits):
+            data[f"mode:{m}"] = _rates(hits[order], labelled_n[order])
+        frame = pd.DataFrame(data, columns=columns)
     frame.attrs.update(
         {
             "by": by,
@@ -860,6 +1314,27 @@ def outcome_report(
         }
     )
     return frame
+
+
+def _run_hits(keys: list[Any], lab_runs: np.ndarray, lab_keys: np.ndarray, group_runs: np.ndarray,
+              weights: np.ndarray, r_lab: np.ndarray, n_runs: int, n_groups: int) -> list[np.ndarray]:
+    """For each of ``keys``: per group, the principal-runs in labelled runs whose run has a label
+    with that key.  ``group_runs`` are the distinct ``group * n_runs + run`` codes of the units
+    and ``weights`` the number of units per such code."""
+    pos = {k: i for i, k in enumerate(keys)}
+    code = np.array([pos.get(k, -1) if k is not None else -1 for k in lab_keys] + [0], dtype=np.int64)[:-1]
+    out = [np.zeros(n_groups, dtype=np.int64) for _ in keys]
+    sel = code >= 0
+    if not sel.any() or not len(group_runs):
+        return out
+    run_key = np.unique(lab_runs[sel] * len(keys) + code[sel])  # distinct (run, key)
+    frame = pd.DataFrame({"run": group_runs % n_runs, "g": group_runs // n_runs, "w": weights}).merge(
+        pd.DataFrame({"run": run_key // len(keys), "k": run_key % len(keys)}), on="run")
+    frame = frame[r_lab[frame["run"].to_numpy()]]
+    w = frame["w"].to_numpy()
+    counts = np.bincount(frame["g"].to_numpy() * len(keys) + frame["k"].to_numpy(), weights=w,
+                         minlength=n_groups * len(keys)).reshape(n_groups, len(keys))
+    return [counts[:, i].astype(np.int64) for i in range(len(keys))]
 
 
 # --------------------------------------------------------------------------------------------

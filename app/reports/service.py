@@ -17,11 +17,12 @@ principal outcome); a label naming such an agent counts for its run without an a
 """
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import Any
 
 import pandas as pd
-from sqlalchemy import select
+from sqlalchemy import String, select, type_coerce
 from sqlmodel import Session
 
 from app.annotations.models import Annotation, GoldLabel, GoldRun, Label
@@ -108,8 +109,9 @@ def _label_rows(session: Session, tax: Taxonomy, pk_to_id: dict[int, str], known
         agent = agent if agent and (run_id, agent) in known_agents else None
         return (run_id, annotator, mode, cats.get(mode), agent, source)
 
+    conn = session.connection()
     labels: list[tuple] = []
-    for pk, username, kind, mode, agent in session.execute(
+    for pk, username, kind, mode, agent in conn.execute(
         select(Annotation.run_pk, User.username, User.kind, Label.mode, Label.agent)
         .join(Annotation, Annotation.id == Label.annotation_id)
         .join(User, User.id == Annotation.user_id)
@@ -120,18 +122,18 @@ def _label_rows(session: Session, tax: Taxonomy, pk_to_id: dict[int, str], known
             labels.append(label_row(pk_to_id[pk], username, mode, agent, "human" if kind == "human" else "judge"))
     submissions = sorted({
         (pk_to_id[pk], username)
-        for pk, username in session.execute(
+        for pk, username in conn.execute(
             select(Annotation.run_pk, User.username).join(User, User.id == Annotation.user_id)
             .where(Annotation.taxonomy_pk == tax.id, Annotation.status == "submitted", User.kind == "human"))
         if pk in pk_to_id
     })
     gold_runs = sorted({
         pk_to_id[pk]
-        for (pk,) in session.execute(
+        for (pk,) in conn.execute(
             select(GoldRun.run_pk).where(GoldRun.taxonomy_pk == tax.id, GoldRun.status == "adjudicated"))
         if pk in pk_to_id
     })
-    for pk, mode, agent in session.execute(
+    for pk, mode, agent in conn.execute(
         select(GoldRun.run_pk, GoldLabel.mode, GoldLabel.agent)
         .join(GoldRun, GoldRun.id == GoldLabel.gold_run_id)
         .where(GoldRun.taxonomy_pk == tax.id, GoldRun.status == "adjudicated", GoldLabel.accepted.is_(True))
@@ -140,6 +142,18 @@ def _label_rows(session: Session, tax: Taxonomy, pk_to_id: dict[int, str], known
         if pk in pk_to_id:
             labels.append(label_row(pk_to_id[pk], None, mode, agent, "gold"))
     return labels, submissions, gold_runs
+
+
+def _json_value(value: Any) -> Any:
+    """A JSON column read as text (SQLite) or already decoded by the driver (psycopg)."""
+    return json.loads(value) if type(value) is str else value
+
+
+def _json_dict(value: Any) -> Any:
+    """A ``metrics`` value: ``{}`` for NULL / ``{}`` / ``null``, else the decoded JSON."""
+    if not value or value == "{}" or value == "null":
+        return {}
+    return _json_value(value) or {}
 
 
 def resolve_taxonomy(session: Session, ref: str | None) -> Taxonomy:
@@ -164,14 +178,19 @@ def load_report_data(session: Session, *, threshold: float, taxonomy: str | None
     tax = resolve_taxonomy(session, taxonomy)
     cats = mode_category(tax)
 
-    run_rows = session.execute(
-        select(Run.id, Run.run_id, Run.scenario_id, Run.status, Run.aggregate_score, Run.scenario_override,
-               Scenario.family, Scenario.alignment)
+    # Core statements on the session's connection (no ORM row handling), JSON columns read as
+    # text and decoded here (only where there is something to decode)
+    conn = session.connection()
+    run_rows = conn.execute(
+        select(Run.id, Run.run_id, Run.scenario_id, Run.status, Run.aggregate_score,
+               type_coerce(Run.scenario_override, String), Scenario.family, Scenario.alignment)
         .join(Scenario, Scenario.id == Run.scenario_id).order_by(Run.run_id)
     ).all()
     runs: list[tuple] = []
     pk_to_id: dict[int, str] = {}
     for pk, run_id, scenario_id, status, agg, override, fam, alignment in run_rows:
+        if override and type(override) is str:
+            override = None if override == "null" else _json_value(override)
         if override:  # the run's own scenario object differs from the stored one
             fam = override.get("family", fam)
             alignment = override.get("alignment", alignment)
@@ -181,15 +200,16 @@ def load_report_data(session: Session, *, threshold: float, taxonomy: str | None
         runs.append((run_id, scenario_id, fam, alignment, status, agg))
 
     principals = [
-        (pk_to_id[pk], pid, kind, success, score, metrics or {})
-        for pk, pid, kind, success, score, metrics in session.execute(
+        (pk_to_id[pk], pid, kind, success, score, _json_dict(metrics))
+        for pk, pid, kind, success, score, metrics in conn.execute(
             select(Principal.run_pk, Principal.principal_id, Principal.kind, Principal.success,
-                   Principal.score, Principal.metrics).order_by(Principal.run_pk, Principal.position))
+                   Principal.score, type_coerce(Principal.metrics, String))
+            .order_by(Principal.run_pk, Principal.position))
         if pk in pk_to_id
     ]
     agents = [
         (pk_to_id[pk], aid, pid, role, model, harness)
-        for pk, aid, pid, role, model, harness in session.execute(
+        for pk, aid, pid, role, model, harness in conn.execute(
             select(Agent.run_pk, Agent.agent_id, Agent.principal_id, Agent.role, Agent.model, Agent.harness)
             .order_by(Agent.run_pk, Agent.position))
         if pk in pk_to_id and pid is not None
