@@ -14,6 +14,8 @@ Measured in the same run, per database (medians of BENCH_REPEAT phases of PHASE_
 * the 2,000-event run: `GET /runs/{id}` (the page, logged in with a session cookie) against
   `GET /api/v1/runs/{id}` (token), gzip on: time to the last byte and bytes on the wire.
 
+BENCH_SERVER_S sets the phase length (default 5 s), BENCH_SERVER_DBS=sqlite skips PostgreSQL,
+BENCH_PG_WORKERS the PostgreSQL server's workers (default 2).
 Quick mode (the suite's smoke test): SQLite only, 4 annotators, 0.5 s phases, a 300-event run.
 Run alone: `python -m bench.run bench_server` (or `python -m bench.bench_server [--quick]`).
 """
@@ -444,7 +446,7 @@ def main(quick: bool = False) -> list[str]:
     kw = {"n_annotators": n_ann, "runs_each": 10, "long_events": long_events, "seeded_runs": seeded}
     rows = rows_for("SQLite", measure(sqlite_database(directory, n_runs, **kw), 1, phase_s, repeat,
                                       directory / "server-sqlite.log"), n_ann, long_events)
-    if quick:
+    if quick or "postgresql" not in os.environ.get("BENCH_SERVER_DBS", "sqlite,postgresql"):
         return rows
     db, setup = pg_database(directory, n_runs, **kw)
     if setup is None:

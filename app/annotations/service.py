@@ -11,7 +11,19 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC
 from typing import Any
 
-from sqlalchemy import BigInteger, String, case, cast, delete, exists, func, insert, literal, union_all, update
+from sqlalchemy import (
+    BigInteger,
+    String,
+    case,
+    cast,
+    delete,
+    exists,
+    func,
+    insert,
+    literal,
+    union_all,
+    update,
+)
 from sqlmodel import Session, select
 
 from app.annotations.models import Annotation, GoldRun, Label

@@ -11,10 +11,16 @@ SQLite is set up for several writers at once (an import and annotators saving):
   it takes the write lock first, waiting out the busy timeout, instead of reading first and then
   failing with SQLITE_BUSY_SNAPSHOT ("database is locked") when another writer committed in
   between, which no busy timeout can cure.
+* writers of one process queue on a lock of the engine before ``BEGIN IMMEDIATE`` (held until
+  the transaction ends): SQLite's busy handler polls with sleeps of up to 100 ms, so 20 writers
+  waiting in it leave the database idle between turns and the last of them waits for seconds;
+  on the lock the next writer starts as soon as the last one commits. Writers of other
+  processes (a CLI import) still meet the busy timeout.
 """
 from __future__ import annotations
 
 import json
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -56,13 +62,44 @@ def make_engine(url: str) -> Engine:
             cur.execute(f"PRAGMA busy_timeout={int(busy_ms)}")
             cur.close()
 
+        writers = threading.Lock()  # this process's writers take turns here (module docstring)
+
         @event.listens_for(engine, "begin")
         def _sqlite_begin(conn):  # pragma: no cover - trivial
-            mode = conn.get_execution_options().get(SQLITE_BEGIN)
-            conn.exec_driver_sql("BEGIN IMMEDIATE" if mode == "immediate" else "BEGIN")
+            if conn.get_execution_options().get(SQLITE_BEGIN) != "immediate":
+                conn.exec_driver_sql("BEGIN")
+                return
+            # a thread that already holds it (two write sessions at once) waits out the busy
+            # timeout and then meets SQLite's own busy handling, as without the lock
+            if writers.acquire(timeout=busy_ms / 1000):
+                conn.info[_WRITER_TURN] = writers
+            try:
+                conn.exec_driver_sql("BEGIN IMMEDIATE")
+            except BaseException:
+                _end_turn(conn)
+                raise
+
+        event.listen(engine, "commit", _end_turn)
+        event.listen(engine, "rollback", _end_turn)
+
+        @event.listens_for(engine.pool, "checkin")
+        def _checkin(_dbapi_conn, record):  # pragma: no cover - a connection lost mid-transaction
+            lock = record.info.pop(_WRITER_TURN, None)  # Connection.info is the record's info
+            if lock is not None:
+                lock.release()
 
         return engine
     return create_engine(url, pool_pre_ping=True, json_serializer=json_dumps)
+
+
+#: `Connection.info` key of the writer lock a connection holds (released when its transaction ends)
+_WRITER_TURN = "a2a_sqlite_writer_turn"
+
+
+def _end_turn(conn) -> None:
+    lock = conn.info.pop(_WRITER_TURN, None)
+    if lock is not None:
+        lock.release()
 
 
 def write_bind(engine: Engine) -> Engine:
