@@ -175,13 +175,17 @@ def resolve_taxonomy(session: Session, ref: str | None, field: str = "taxonomy")
     return tax
 
 
-def get_run_or_error(session: Session, run_id: Any, field: str = "run_id") -> Run:
-    """Returns the Run row with this run_id; raises NotFoundError (AnnotationError if not text)."""
+def get_run_or_error(session: Session, run_id: Any, field: str = "run_id", *, ids_only: bool = False) -> Run:
+    """Returns the Run row with this run_id; raises NotFoundError (AnnotationError if not text).
+    `ids_only`: only `id` and `run_id` are read (what a save needs; the rest loads on access)."""
+    from sqlalchemy.orm import load_only
+
     from app.runs.service import get_run
 
     if not isinstance(run_id, str) or not run_id.strip():
         raise AnnotationError(field, f"must be a non-empty run id, got {run_id!r}")
-    run = get_run(session, run_id)
+    run = (session.exec(select(Run).where(Run.run_id == run_id).options(load_only(Run.id, Run.run_id))).first()
+           if ids_only else get_run(session, run_id))
     if run is None:
         raise NotFoundError(f"no run {run_id!r}")
     return run

@@ -49,8 +49,13 @@ def make_engine(url: str) -> Engine:
     SQLAlchemy-controlled transactions (see the module docstring)."""
     if url.startswith("sqlite"):
         busy_ms = get_settings().sqlite_busy_timeout_ms
+        kw = {}
+        if url.startswith("sqlite:///") and ":memory:" not in url and "mode=memory" not in url:
+            # a connection per worker thread of the server (40): beyond a pool of 5 every request
+            # waited for one or opened and closed its own (connect and pragmas each time)
+            kw = {"pool_size": 20, "max_overflow": 30}
         engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": busy_ms / 1000},
-                               json_serializer=json_dumps)
+                               json_serializer=json_dumps, **kw)
 
         @event.listens_for(engine, "connect")
         def _sqlite_pragmas(dbapi_conn, _record):  # pragma: no cover - trivial
