@@ -46,7 +46,7 @@ class Setup:
     reviewer_token: str
     work: dict[str, list[tuple[str, str, int]]]  # name -> [(run_id, agent, seq)]
     versions: dict[tuple[str, str], int]  # (name, run_id) -> version of the seeded annotation
-    long_run: str = "bench-long"
+    long_runs: int = 1  # bench-long-0 ... : the same events, each its own content (trace cache key)
 
 
 @dataclass
@@ -82,7 +82,8 @@ def _copy_sqlite(src_url: str, dst: Path) -> str:
     return f"sqlite:///{dst}"
 
 
-def populate(url: str, n_annotators: int, runs_each: int, long_events: int, seeded_runs: int) -> Setup:
+def populate(url: str, n_annotators: int, runs_each: int, long_events: int, seeded_runs: int,
+             long_runs: int = 1) -> Setup:
     """Users, tokens, assignments, simulated submitted labels (so the agreement has data) and the
     long run, on a database that already holds the demo runs."""
     from app.annotations.models import Annotation, Assignment
@@ -130,13 +131,15 @@ def populate(url: str, n_annotators: int, runs_each: int, long_events: int, seed
                 labels = [{"mode": rng.choice(codes), "agent": rng.choice(agents[r.id]),
                            "evidence": [rng.choice(seqs[r.id])]} for _ in range(rng.randint(0, 2))]
                 save_annotation(s, u, r, tax, labels, no_failure=not labels, status="submitted", check_lock=False)
-        store(s, page_run("bench-long", n_events=long_events, content_extra="lorem ipsum dolor sit amet " * 4))
+        for i in range(long_runs):  # the run page's first request of each builds its trace
+            store(s, page_run(f"bench-long-{i}", n_events=long_events,
+                              content_extra="lorem ipsum dolor sit amet " * 4 + str(i)))
         s.commit()
         versions = {(name, run_id): v for name, run_id, v in s.exec(
             select(User.username, Run.run_id, Annotation.version).join(User, User.id == Annotation.user_id)
             .join(Run, Run.id == Annotation.run_pk).where(User.username.like("bench-ann-%"))).all()}
     engine.dispose()
-    return Setup(url, annotators, reviewer_token, work, versions)
+    return Setup(url, annotators, reviewer_token, work, versions, long_runs)
 
 
 def sqlite_database(directory: Path, n_runs: int, **kw) -> Setup:
@@ -355,10 +358,12 @@ def page_vs_api(base: str, setup: Setup, repeat: int) -> dict[str, float]:
             assert r.status_code == 200, (path, r.status_code, r.text[:200])
             return dt, r.num_bytes_downloaded, len(r.content)
 
-        out["page_first_s"], _, _ = timed(page, f"/runs/{setup.long_run}")
-        out["api_first_s"], _, _ = timed(api, f"/api/v1/runs/{setup.long_run}")
-        pages = [timed(page, f"/runs/{setup.long_run}") for _ in range(repeat)]
-        apis = [timed(api, f"/api/v1/runs/{setup.long_run}") for _ in range(repeat)]
+        firsts = [(timed(page, f"/runs/bench-long-{i}")[0], timed(api, f"/api/v1/runs/bench-long-{i}")[0])
+                  for i in range(setup.long_runs)]
+        pages = [timed(page, "/runs/bench-long-0") for _ in range(repeat)]
+        apis = [timed(api, "/api/v1/runs/bench-long-0") for _ in range(repeat)]
+    out["page_first_s"] = statistics.median(f[0] for f in firsts)
+    out["api_first_s"] = statistics.median(f[1] for f in firsts)
     out["page_s"] = statistics.median(p[0] for p in pages)
     out["api_s"] = statistics.median(a[0] for a in apis)
     out["page_wire"], out["page_raw"] = pages[-1][1], pages[-1][2]
@@ -427,10 +432,13 @@ def rows_for(db: str, m: dict, n: int, long_events: int) -> list[str]:
             f"outside those windows: {rate:.0f} labels/s", rate / during if during else None,
             "within 1.5x"),
         row(f"{db}: {ev}-event run, `GET /runs/{{id}}` page vs `GET /api/v1/runs/{{id}}`, gzip on "
-            f"(time to last byte, repeat; first: {pg['page_first_s']:.2f} s vs {pg['api_first_s']:.2f} s)",
+            "(time to the last byte, repeat request: the page's trace is cached per content hash)",
             f"{pg['page_s']:.3f} s, {pg['page_wire'] / 1024:.0f} KB on the wire ({pg['page_raw'] / 1024:.0f} KB)",
             f"{pg['api_s']:.3f} s, {pg['api_wire'] / 1024:.0f} KB on the wire ({pg['api_raw'] / 1024:.0f} KB)",
             pg["page_s"] / pg["api_s"], "within 2x"),
+        row(f"{db}: the same, first request of a run (the page builds its trace)",
+            f"{pg['page_first_s']:.3f} s", f"{pg['api_first_s']:.3f} s", pg["page_first_s"] / pg["api_first_s"],
+            "within 2x"),
     ]
 
 
@@ -443,7 +451,8 @@ def main(quick: bool = False) -> list[str]:
         n_runs, n_ann, phase_s, long_events, seeded = 40, 4, 0.3, 300, 20
     else:
         n_runs, n_ann, phase_s, long_events, seeded = 300, 20, float(os.environ.get("BENCH_SERVER_S", 5)), 2000, 300
-    kw = {"n_annotators": n_ann, "runs_each": 10, "long_events": long_events, "seeded_runs": seeded}
+    kw = {"n_annotators": n_ann, "runs_each": 10, "long_events": long_events, "seeded_runs": seeded,
+          "long_runs": repeat}
     rows = rows_for("SQLite", measure(sqlite_database(directory, n_runs, **kw), 1, phase_s, repeat,
                                       directory / "server-sqlite.log"), n_ann, long_events)
     if quick or "postgresql" not in os.environ.get("BENCH_SERVER_DBS", "sqlite,postgresql"):
