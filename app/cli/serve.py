@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import ipaddress
+import os
 import socket
 import sys
 
@@ -70,6 +71,21 @@ def check_listen(host: str, port: int) -> None:
     bind_listen(host, port).close()
 
 
+#: how long a thread may hold the GIL while others wait for it (Python's default: 5 ms). A
+#: request thread gives the GIL up at every database call and must win it back after each; next
+#: to a thread computing an agreement report it waited up to 5 ms every time, so a label save
+#: took several times longer (holding SQLite's write lock meanwhile).
+SWITCH_INTERVAL_S = float(os.environ.get("A2A_SWITCH_INTERVAL_S", "0.001"))
+
+
+def worker_app():
+    """The app of one `serve --workers N` worker process (its own engine from the settings)."""
+    from app.main import create_app
+
+    sys.setswitchinterval(SWITCH_INTERVAL_S)
+    return create_app()
+
+
 def base_url(host: str, port: int) -> str:
     """The address a browser on this machine uses for a server bound to `host:port`."""
     shown = {"0.0.0.0": "127.0.0.1", "::": "[::1]", "": "127.0.0.1"}.get(host, host)
@@ -110,8 +126,6 @@ def serve(host: str, port: int, limit_concurrency: int = 100, timeout_keep_alive
     is refused with 408, and at most --limit-concurrency connections are served at once (503
     beyond). Behind a reverse proxy, set its client body/header timeouts too (README).
     --workers N starts N processes on the one port (--limit-concurrency counts per worker)."""
-    import os
-
     import uvicorn
 
     from app.main import create_app
@@ -123,7 +137,7 @@ def serve(host: str, port: int, limit_concurrency: int = 100, timeout_keep_alive
         if "secret_key" not in settings.model_fields_set:
             # one key for every worker, or a session cookie signed by one is refused by the others
             os.environ["SECRET_KEY"] = settings.secret_key
-        app = "app.main:create_app"  # each worker builds its own app (and engine) from the settings
+        app = "app.cli.serve:worker_app"  # each worker builds its own app (and engine) from the settings
     else:
         app = create_app(checked_engine())
     sock = bind_listen(host, port)
@@ -135,6 +149,7 @@ def serve(host: str, port: int, limit_concurrency: int = 100, timeout_keep_alive
                             limit_concurrency=limit_concurrency, timeout_keep_alive=timeout_keep_alive,
                             timeout_graceful_shutdown=timeout_graceful_shutdown,
                             h11_max_incomplete_event_size=64 * 1024, workers=workers, factory=workers > 1)
+    sys.setswitchinterval(SWITCH_INTERVAL_S)
     if workers > 1:
         from uvicorn.supervisors import Multiprocess
 
