@@ -75,7 +75,7 @@ def check_listen(host: str, port: int) -> None:
 #: request thread gives the GIL up at every database call and must win it back after each; next
 #: to a thread computing an agreement report it waited up to 5 ms every time, so a label save
 #: took several times longer (holding SQLite's write lock meanwhile).
-SWITCH_INTERVAL_S = float(os.environ.get("A2A_SWITCH_INTERVAL_S", "0.001"))
+SWITCH_INTERVAL_S = 0.001
 
 
 def worker_app():

@@ -162,33 +162,3 @@ def test_sqlite_writers_take_turns_and_every_ending_gives_the_turn_back(tmp_path
     engine.dispose()
     assert values[:1] == [3] and values[1:] == [n + 10 for n in range(1, 81)]  # each saw the one before
 
-
-def test_fair_lock_serves_waiters_in_arrival_order_and_times_out():
-    from app.core.db import FairLock
-
-    lock = FairLock()
-    assert lock.acquire() and lock.locked()
-    order: list[int] = []
-    started = []
-
-    def wait_turn(i):
-        started.append(i)
-        assert lock.acquire(timeout=10)
-        order.append(i)
-        lock.release()
-
-    threads = []
-    for i in range(5):  # queued one after the other while the lock is held
-        t = threading.Thread(target=wait_turn, args=(i,))
-        t.start()
-        threads.append(t)
-        while len(lock._waiters) < i + 1:
-            time.sleep(0.001)
-    assert lock.acquire(timeout=0.05) is False  # held and queued: a timed wait gives up, leaves the queue
-    assert len(lock._waiters) == 5
-    lock.release()
-    for t in threads:
-        t.join()
-    assert order == [0, 1, 2, 3, 4] and not lock.locked()
-    with pytest.raises(RuntimeError):
-        lock.release()
