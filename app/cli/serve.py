@@ -71,18 +71,10 @@ def check_listen(host: str, port: int) -> None:
     bind_listen(host, port).close()
 
 
-#: how long a thread may hold the GIL while others wait for it (Python's default: 5 ms). A
-#: request thread gives the GIL up at every database call and must win it back after each; next
-#: to a thread computing an agreement report it waited up to 5 ms every time, so a label save
-#: took several times longer (holding SQLite's write lock meanwhile).
-SWITCH_INTERVAL_S = 0.001
-
-
 def worker_app():
     """The app of one `serve --workers N` worker process (its own engine from the settings)."""
     from app.main import create_app
 
-    sys.setswitchinterval(SWITCH_INTERVAL_S)
     return create_app()
 
 
@@ -149,7 +141,6 @@ def serve(host: str, port: int, limit_concurrency: int = 100, timeout_keep_alive
                             limit_concurrency=limit_concurrency, timeout_keep_alive=timeout_keep_alive,
                             timeout_graceful_shutdown=timeout_graceful_shutdown,
                             h11_max_incomplete_event_size=64 * 1024, workers=workers, factory=workers > 1)
-    sys.setswitchinterval(SWITCH_INTERVAL_S)
     if workers > 1:
         from uvicorn.supervisors import Multiprocess
 
