@@ -11,7 +11,19 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC
 from typing import Any
 
-from sqlalchemy import BigInteger, case, cast, delete, insert, update
+from sqlalchemy import (
+    BigInteger,
+    String,
+    case,
+    cast,
+    delete,
+    exists,
+    func,
+    insert,
+    literal,
+    union_all,
+    update,
+)
 from sqlmodel import Session, select
 
 from app.annotations.models import Annotation, GoldRun, Label
@@ -163,26 +175,104 @@ def resolve_taxonomy(session: Session, ref: str | None, field: str = "taxonomy")
     return tax
 
 
-def get_run_or_error(session: Session, run_id: Any, field: str = "run_id") -> Run:
-    """Returns the Run row with this run_id; raises NotFoundError (AnnotationError if not text)."""
+def get_run_or_error(session: Session, run_id: Any, field: str = "run_id", *, ids_only: bool = False) -> Run:
+    """Returns the Run row with this run_id; raises NotFoundError (AnnotationError if not text).
+    `ids_only`: only `id` and `run_id` are read (what a save needs; the rest loads on access)."""
+    from sqlalchemy.orm import load_only
+
     from app.runs.service import get_run
 
     if not isinstance(run_id, str) or not run_id.strip():
         raise AnnotationError(field, f"must be a non-empty run id, got {run_id!r}")
-    run = get_run(session, run_id)
+    run = (session.exec(select(Run).where(Run.run_id == run_id).options(load_only(Run.id, Run.run_id))).first()
+           if ids_only else get_run(session, run_id))
     if run is None:
         raise NotFoundError(f"no run {run_id!r}")
     return run
 
 
 class RunContext:
-    """The agent ids, principal ids and event seqs of one run (what labels may refer to)."""
+    """The agent ids, principal ids and event seqs of one run (what labels may refer to).
 
-    def __init__(self, session: Session, run: Run):
+    With `labels`, only the ids those labels name are looked up, all in one query (a save
+    names a few; a long run has thousands of events): `validate_labels` asks only about ids the
+    labels name, so it gives the same answers and errors as with the whole run loaded."""
+
+    #: most ids looked up by name in one query; beyond it the run's ids are all loaded
+    MAX_REFS = 500
+
+    def __init__(self, session: Session, run: Run, labels: Sequence[Any] | None = None):
         self.run_id = run.run_id
-        self.agents = set(session.exec(select(Agent.agent_id).where(Agent.run_pk == run.id)).all())
-        self.principals = set(session.exec(select(Principal.principal_id).where(Principal.run_pk == run.id)).all())
-        self.seqs = set(session.exec(select(Event.seq).where(Event.run_pk == run.id)).all())
+        refs = _references(labels) if labels is not None else None
+        if refs is None or sum(len(r) for r in refs) > self.MAX_REFS:
+            self.agents = set(session.exec(select(Agent.agent_id).where(Agent.run_pk == run.id)).all())
+            self.principals = set(session.exec(select(Principal.principal_id)
+                                               .where(Principal.run_pk == run.id)).all())
+            self.seqs = set(session.exec(select(Event.seq).where(Event.run_pk == run.id)).all())
+            return
+        agents, principals, seqs = refs
+        self.agents, self.principals, self.seqs = set(), set(), set()
+        parts = []
+        if agents:
+            parts.append(select(literal("a"), Agent.agent_id).where(Agent.run_pk == run.id,
+                                                                    Agent.agent_id.in_(agents)))
+        if principals:
+            parts.append(select(literal("p"), Principal.principal_id).where(
+                Principal.run_pk == run.id, Principal.principal_id.in_(principals)))
+        if seqs:
+            parts.append(select(literal("s"), cast(Event.seq, String)).where(Event.run_pk == run.id,
+                                                                             Event.seq.in_(seqs)))
+        if not parts:
+            return
+        stmt = parts[0] if len(parts) == 1 else union_all(*parts)
+        for kind, value in session.execute(stmt).all():
+            if kind == "a":
+                self.agents.add(value)
+            elif kind == "p":
+                self.principals.add(value)
+            else:
+                self.seqs.add(int(value))
+
+
+#: event seqs are 32-bit integers in the database; a seq outside cannot name an event
+_SEQ_RANGE = (-(2**31), 2**31 - 1)
+
+
+def _references(labels: Any) -> tuple[list[str], list[str], list[int]] | None:
+    """The agent ids, principal ids and event seqs that `labels` name, where they are well
+    formed (what is not is refused by `validate_labels` before any lookup would matter); None
+    when `labels` is not a list."""
+    if labels is None:
+        return [], [], []
+    if not isinstance(labels, (list, tuple)):
+        return None
+    agents: dict[str, None] = {}
+    principals: dict[str, None] = {}
+    seqs: dict[int, None] = {}
+
+    def text_id(v: Any) -> bool:  # a NUL cannot be sent to PostgreSQL; it names nothing anyway
+        return isinstance(v, str) and bool(v) and "\x00" not in v
+
+    for raw in labels:
+        lab = raw.model_dump() if hasattr(raw, "model_dump") else raw
+        if not isinstance(lab, Mapping):
+            continue
+        if text_id(lab.get("agent")):
+            agents[lab["agent"]] = None
+        for key, into in (("principals", principals), ("evidence", seqs)):
+            values = lab.get(key)
+            if not isinstance(values, list):
+                continue
+            for v in values:
+                if key == "principals":
+                    if text_id(v):
+                        into[v] = None
+                    continue
+                if isinstance(v, float) and v.is_integer():
+                    v = int(v)
+                if isinstance(v, int) and not isinstance(v, bool) and _SEQ_RANGE[0] <= v <= _SEQ_RANGE[1]:
+                    into[v] = None
+    return list(agents), list(principals), list(seqs)
 
 
 def _label_rules(tax: Taxonomy) -> dict[str, tuple[bool, int]]:
@@ -372,6 +462,58 @@ def save_annotation(session: Session, user: User, run: Run, taxonomy: Taxonomy, 
     is an upsert (INSERT ... ON CONFLICT DO NOTHING), so two concurrent first saves never fail
     on the unique key: one creates, the other updates (or gets StaleVersionError with version 0).
     """
+    return _save(session, user, run, taxonomy, labels, no_failure, status, time_ms, note, origin=origin,
+                 check_lock=check_lock, imported=imported, version=version)[0]
+
+
+def save_annotation_to_api(session: Session, user: User, run: Run, taxonomy: Taxonomy, labels: Sequence[Any],
+                           no_failure: bool = False, status: str = "draft", time_ms: int = 0,
+                           note: str | None = None, *, version: int | None = None) -> dict[str, Any]:
+    """`save_annotation` of a human's own annotation, answering its API shape (as
+    `annotations_to_api`) built from what was written, without reading it back."""
+    ann, clean = _save(session, user, run, taxonomy, labels, no_failure, status, time_ms, note, version=version)
+    return annotation_to_api(ann, run.run_id, user, taxonomy, clean)
+
+
+def _save_checks(session: Session, user: User, run: Run, tax: Taxonomy, *, locks: bool,
+                 hints: bool) -> tuple[bool, bool, bool]:
+    """(adjudicated, recording, hints on) of this save, in one query: the gold run's status under
+    `tax` and whether the run is still recording (with `locks`), and whether detector hints are
+    on for `user` and `run` (with `hints`; see `app.detectors.service.hints_enabled`)."""
+    from app.annotations.models import AppSetting, Assignment
+    from app.capture.models import LiveRun
+    from app.detectors.service import HINT_BATCHES_KEY
+
+    cols = []
+    if locks:
+        cols.append(exists().where(GoldRun.run_pk == run.id, GoldRun.taxonomy_pk == tax.id,
+                                   GoldRun.status == "adjudicated"))
+        cols.append(exists().where(LiveRun.run_id == run.run_id, LiveRun.state == "recording"))
+    if hints:
+        cols.append(select(AppSetting.value).where(AppSetting.key == HINT_BATCHES_KEY).scalar_subquery())
+        cols.append(select(Assignment.batch).where(Assignment.run_pk == run.id, Assignment.user_id == user.id,
+                                                   Assignment.batch.is_not(None)).distinct()
+                    .limit(1).scalar_subquery())
+    if not cols:
+        return False, False, False
+    row = list(session.execute(select(*cols)).one())
+    adjudicated, recording = (bool(row.pop(0)), bool(row.pop(0))) if locks else (False, False)
+    on = False
+    if hints:
+        batches, first = row
+        if isinstance(batches, list) and batches and first is not None:
+            # the user may have this run in several batches: only then is a second query needed
+            on = first in batches or session.exec(
+                select(Assignment.id).where(Assignment.run_pk == run.id, Assignment.user_id == user.id,
+                                            Assignment.batch.in_(batches))).first() is not None
+    return adjudicated, recording, on
+
+
+def _save(session: Session, user: User, run: Run, taxonomy: Taxonomy, labels: Sequence[Any],
+          no_failure: bool = False, status: str = "draft", time_ms: int = 0, note: str | None = None, *,
+          origin: str = "human", check_lock: bool = True, imported: bool = False,
+          version: int | None = None) -> tuple[Annotation, list[dict]]:
+    """`save_annotation`; also returns the labels written (normalized, in their order)."""
     if status not in STATUSES:
         raise AnnotationError("status", f"must be 'draft' or 'submitted', got {status!r}")
     if not isinstance(no_failure, bool):
@@ -383,41 +525,47 @@ def save_annotation(session: Session, user: User, run: Run, taxonomy: Taxonomy, 
     if version is not None and (isinstance(version, bool) or not isinstance(version, int) or version < 0):
         raise AnnotationError("version", f"must be the annotation version last read (0 for none), got {version!r}")
     time_ms = _time_ms(time_ms, "time_ms")
-    ctx = RunContext(session, run)
+    ctx = RunContext(session, run, labels)
     clean = validate_labels(ctx, taxonomy, labels, complete=status == "submitted", imported=imported)
     if no_failure and clean:
         raise AnnotationError("no_failure", f"'no failure found' cannot be marked together with {len(clean)} label(s)")
     if status == "submitted" and not clean and not no_failure:
         raise AnnotationError("labels", "a submitted annotation needs at least one label or no_failure=true")
-    if check_lock and is_adjudicated(session, run, taxonomy):
+    mark_hints = user.kind == "human" and origin == "human"  # whether hints were on (once on, it stays on)
+    adjudicated, recording, hints_on = _save_checks(session, user, run, taxonomy, locks=check_lock,
+                                                    hints=mark_hints)
+    if adjudicated:
         raise LockedError(f"run {run.run_id} is adjudicated under {tax_ref(taxonomy)}: its annotations can no longer change")
-    from app.capture.service import is_recording
-
-    if check_lock and is_recording(session, run.run_id):
+    if recording:
         raise LockedError(f"run {run.run_id} is still recording (live capture): it can be annotated once final")
     now = utcnow()
     values = {"status": status, "no_failure": no_failure, "origin": origin, "note": note or None,
               "updated_at": now, "submitted_at": now if status == "submitted" else None}
     key = {"run_pk": run.id, "user_id": user.id, "taxonomy_pk": taxonomy.id}
     table = Annotation.__table__
-    ann_id = None
+    # the row written comes back with RETURNING, as an ORM object (no read after the write)
+    orm = {"populate_existing": True}
+    ann = None
     if not version:  # None or 0: no version seen, so this may be the first save
-        stmt = (_insert_stmt(session, table)
-                .values(**key, **values, time_ms=time_ms, started_at=now, version=1)
+        first = dict(values, time_ms=time_ms, started_at=now, version=1)
+        if mark_hints:
+            first["hints_on"] = hints_on
+        stmt = (_insert_stmt(session, Annotation).values(**key, **first)
                 .on_conflict_do_nothing(index_elements=["run_pk", "user_id", "taxonomy_pk"])
-                .returning(table.c.id))
-        ann_id = session.execute(stmt).scalar()
-    if ann_id is None:  # it exists: compare-and-swap on the version, add the time in the database
+                .returning(Annotation))
+        ann = session.scalars(stmt, execution_options=orm).first()
+    if ann is None:  # it exists: compare-and-swap on the version, add the time in the database
         total = cast(table.c.time_ms, BigInteger) + time_ms  # no 32-bit overflow before the cap
         where = [table.c.run_pk == run.id, table.c.user_id == user.id, table.c.taxonomy_pk == taxonomy.id]
         if version is not None:
             where.append(table.c.version == version)
-        stmt = (update(table).where(*where)
-                .values(**values, version=table.c.version + 1,
-                        time_ms=case((total > MAX_TIME_MS, MAX_TIME_MS), else_=total))  # the total saturates
-                .returning(table.c.id))
-        ann_id = session.execute(stmt).scalar()
-        if ann_id is None:
+        more = dict(values, version=table.c.version + 1,
+                    time_ms=case((total > MAX_TIME_MS, MAX_TIME_MS), else_=total))  # the total saturates
+        if mark_hints:
+            more["hints_on"] = True if hints_on else func.coalesce(table.c.hints_on, False)
+        stmt = update(Annotation).where(*where).values(**more).returning(Annotation)
+        ann = session.scalars(stmt, execution_options={**orm, "synchronize_session": False}).first()
+        if ann is None:
             current = find_annotation(session, user, run, taxonomy)
             if current is not None:
                 session.refresh(current)
@@ -425,15 +573,10 @@ def save_annotation(session: Session, user: User, run: Run, taxonomy: Taxonomy, 
             now_at = f"version {current.version}" if current is not None else "no annotation (it was deleted)"
             raise StaleVersionError(f"annotation changed elsewhere: you last saw {seen}, the stored one is {now_at}; "
                                     "reload it, or send its current version to overwrite it", current)
-        session.execute(delete(Label).where(Label.annotation_id == ann_id))
+        session.execute(delete(Label).where(Label.annotation_id == ann.id))
     if clean:
-        session.execute(insert(Label.__table__), [{"annotation_id": ann_id, "created_at": now, **lab} for lab in clean])
-    ann = session.get(Annotation, ann_id, populate_existing=True)
-    from app.detectors.service import mark_hints
-
-    mark_hints(session, ann, user, run)  # whether detector hints were on for this annotator and run
-    session.flush()
-    return ann
+        session.execute(insert(Label.__table__), [{"annotation_id": ann.id, "created_at": now, **lab} for lab in clean])
+    return ann, clean
 
 
 # --------------------------------------------------------------------------- reading annotations
@@ -450,21 +593,28 @@ def annotations_to_api(session: Session, anns: Sequence[Annotation]) -> list[dic
     labels: dict[int, list[Label]] = {}
     for lab in session.exec(select(Label).where(Label.annotation_id.in_(ids)).order_by(Label.id)).all():
         labels.setdefault(lab.annotation_id, []).append(lab)
-    out = []
-    for a in anns:
-        u, t = users[a.user_id], taxes[a.taxonomy_pk]
-        out.append({
-            "id": a.id, "run_id": runs[a.run_pk], "annotator": u.username, "annotator_kind": u.kind,
-            "taxonomy": {"id": t.id, "key": t.key, "version": t.version},
-            "status": a.status, "no_failure": a.no_failure, "origin": a.origin, "time_ms": a.time_ms,
-            "note": a.note, "version": a.version,
-            "labels": [{"mode": lab.mode, "agent": lab.agent or None, "principals": list(lab.principals or []),
-                        "evidence": list(lab.evidence or []), "note": lab.note, "confidence": lab.confidence,
-                        "time_ms": lab.time_ms} for lab in labels.get(a.id, [])],
-            "started_at": _iso(a.started_at), "updated_at": _iso(a.updated_at), "submitted_at": _iso(a.submitted_at),
-            "hints_on": a.hints_on, "source_version": a.source_version,
-        })
-    return out
+    return [annotation_to_api(a, runs[a.run_pk], users[a.user_id], taxes[a.taxonomy_pk],
+                              [{"mode": lab.mode, "agent": lab.agent, "principals": lab.principals,
+                                "evidence": lab.evidence, "note": lab.note, "confidence": lab.confidence,
+                                "time_ms": lab.time_ms} for lab in labels.get(a.id, [])])
+            for a in anns]
+
+
+def annotation_to_api(a: Annotation, run_id: str, user: User, tax: Taxonomy, labels: Sequence[Mapping]
+                      ) -> dict[str, Any]:
+    """The API shape of annotation `a` of run `run_id` by `user` under `tax` with `labels` (dicts
+    with the LABEL_KEYS, in label order)."""
+    return {
+        "id": a.id, "run_id": run_id, "annotator": user.username, "annotator_kind": user.kind,
+        "taxonomy": {"id": tax.id, "key": tax.key, "version": tax.version},
+        "status": a.status, "no_failure": a.no_failure, "origin": a.origin, "time_ms": a.time_ms,
+        "note": a.note, "version": a.version,
+        "labels": [{"mode": lab["mode"], "agent": lab["agent"] or None, "principals": list(lab["principals"] or []),
+                    "evidence": list(lab["evidence"] or []), "note": lab["note"], "confidence": lab["confidence"],
+                    "time_ms": lab["time_ms"]} for lab in labels],
+        "started_at": _iso(a.started_at), "updated_at": _iso(a.updated_at), "submitted_at": _iso(a.submitted_at),
+        "hints_on": a.hints_on, "source_version": a.source_version,
+    }
 
 
 def _iso(value) -> str | None:

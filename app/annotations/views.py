@@ -73,17 +73,21 @@ def save(body: AnnotationIn, session: SessionDep, user: ApiUser) -> Any:
     begin_write(session)
     try:
         tax = service.resolve_taxonomy(session, body.taxonomy)
-        run = service.get_run_or_error(session, body.run_id)
-        ann = service.save_annotation(session, user, run, tax, body.labels, no_failure=body.no_failure,
-                                      status=body.status, time_ms=body.time_ms, note=body.note,
-                                      version=body.version)
+        run = service.get_run_or_error(session, body.run_id, ids_only=True)
+        out = service.save_annotation_to_api(session, user, run, tax, body.labels, no_failure=body.no_failure,
+                                             status=body.status, time_ms=body.time_ms, note=body.note,
+                                             version=body.version)
+        # committed here, in this thread: SQLite's write lock is not held while the request
+        # goes back to the event loop and on to the session dependency's exit (a commit that
+        # fails still answers 503 there)
+        session.commit()
+        return out
     except service.StaleVersionError as exc:
         current = service.annotations_to_api(session, [exc.current])[0] if exc.current is not None else None
         session.rollback()
         return JSONResponse({"detail": str(exc), "current": current}, status_code=409)
     except SERVICE_ERRORS as exc:
         raise http_error(exc) from None
-    return service.annotations_to_api(session, [ann])[0]
 
 
 @router.get(

@@ -113,12 +113,13 @@ def user_for_token(session: Session, token: str) -> User | None:
     The token's `last_used_at` is written at most once a minute, in its own short transaction
     after the request's (`stamp_token_uses`), so a token request does not take the database's
     write lock for its whole duration, and a busy database only skips the stamp."""
-    row = session.exec(select(ApiToken).where(ApiToken.token_hash == hash_token(token))).first()
+    found = session.exec(select(ApiToken, User).join(User, User.id == ApiToken.user_id)
+                         .where(ApiToken.token_hash == hash_token(token))).first()  # one query for both
     now = utcnow()
-    if row is None or token_state(row, now) != "active":
+    if found is None or token_state(found[0], now) != "active":
         return None
-    user = session.get(User, row.user_id)
-    if user is None or not user.is_active:
+    row, user = found
+    if not user.is_active:
         return None
     last = _aware(row.last_used_at)
     if last is None or (now - last).total_seconds() >= LAST_USED_RESOLUTION:

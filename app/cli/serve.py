@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import ipaddress
+import os
 import socket
 import sys
 
@@ -70,6 +71,13 @@ def check_listen(host: str, port: int) -> None:
     bind_listen(host, port).close()
 
 
+def worker_app():
+    """The app of one `serve --workers N` worker process (its own engine from the settings)."""
+    from app.main import create_app
+
+    return create_app()
+
+
 def base_url(host: str, port: int) -> str:
     """The address a browser on this machine uses for a server bound to `host:port`."""
     shown = {"0.0.0.0": "127.0.0.1", "::": "[::1]", "": "127.0.0.1"}.get(host, host)
@@ -92,9 +100,15 @@ def base_url(host: str, port: int) -> str:
 @click.option("--timeout-graceful-shutdown", default=30, show_default=True, type=click.IntRange(1),
               envvar="SERVER_TIMEOUT_GRACEFUL_SHUTDOWN",
               help="Seconds to finish running requests on shutdown (env SERVER_TIMEOUT_GRACEFUL_SHUTDOWN).")
+@click.option("--workers", default=1, show_default=True, type=click.IntRange(1), envvar="SERVER_WORKERS",
+              help="Worker processes, each with its own database connections and its own Python "
+                   "interpreter (env SERVER_WORKERS). On PostgreSQL use 2 or more (about one per core): "
+                   "one worker runs Python on one core at a time, so a long agreement or report "
+                   "computation slows every request of its worker. On SQLite the writers of every "
+                   "worker still take turns on the one database file.")
 @one_line_errors
 def serve(host: str, port: int, limit_concurrency: int = 100, timeout_keep_alive: int = 5,
-          timeout_graceful_shutdown: int = 30) -> None:
+          timeout_graceful_shutdown: int = 30, workers: int = 1) -> None:
     """Run the web app (refuses to start on an out-of-date schema, a port already in use, or,
     bound beyond loopback, without a SECRET_KEY of its own).
 
@@ -102,13 +116,22 @@ def serve(host: str, port: int, limit_concurrency: int = 100, timeout_keep_alive
     Slow clients: idle keep-alive connections close after --timeout-keep-alive seconds, an
     upload body that stalls for UPLOAD_IDLE_TIMEOUT seconds (or takes UPLOAD_TOTAL_TIMEOUT in all)
     is refused with 408, and at most --limit-concurrency connections are served at once (503
-    beyond). Behind a reverse proxy, set its client body/header timeouts too (README)."""
+    beyond). Behind a reverse proxy, set its client body/header timeouts too (README).
+    --workers N starts N processes on the one port (--limit-concurrency counts per worker)."""
     import uvicorn
 
     from app.main import create_app
 
-    check_secret_key(host, get_settings())
-    app = create_app(checked_engine())
+    settings = get_settings()
+    check_secret_key(host, settings)
+    if workers > 1:
+        checked_engine().dispose()  # the schema check, once, before any worker starts
+        if "secret_key" not in settings.model_fields_set:
+            # one key for every worker, or a session cookie signed by one is refused by the others
+            os.environ["SECRET_KEY"] = settings.secret_key
+        app = "app.cli.serve:worker_app"  # each worker builds its own app (and engine) from the settings
+    else:
+        app = create_app(checked_engine())
     sock = bind_listen(host, port)
     url = base_url(host, sock.getsockname()[1])
     click.echo(f"a2annotate serving on {url}/  (API docs at {url}/docs)")
@@ -117,5 +140,10 @@ def serve(host: str, port: int, limit_concurrency: int = 100, timeout_keep_alive
     config = uvicorn.Config(app, host=host, port=sock.getsockname()[1], log_level="info",
                             limit_concurrency=limit_concurrency, timeout_keep_alive=timeout_keep_alive,
                             timeout_graceful_shutdown=timeout_graceful_shutdown,
-                            h11_max_incomplete_event_size=64 * 1024)
-    uvicorn.Server(config).run(sockets=[sock])
+                            h11_max_incomplete_event_size=64 * 1024, workers=workers, factory=workers > 1)
+    if workers > 1:
+        from uvicorn.supervisors import Multiprocess
+
+        Multiprocess(config, sockets=[sock]).run()
+    else:
+        uvicorn.Server(config).run(sockets=[sock])
