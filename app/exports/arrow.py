@@ -65,7 +65,15 @@ _FORMULA_RE = "^'*[=+\\-@\t\r]"
 # JSON kinds: "value" (null stays null), "{}" / "[]" (a null or falsy value becomes that default,
 # as the row-dict readers' ``value or {}`` do)
 _FALSY_JSON = pa.array(["null", "{}", "[]", '""', "0", "false", "0.0", "-0.0"])
-_NEEDS_REENCODE = ", |: |\\\\u|NaN|Infinity"
+#: JSON text that is not in the export's compact form: white space or NaN / Infinity outside the
+#: strings (the outside is matched from the start as other characters or whole strings), or a
+#: ``\\u`` escape anywhere
+_NEEDS_REENCODE = '^(?:[^"\\\\]|"(?:[^"\\\\]|\\\\.)*")*?(?:[ \\t\\n\\r]|NaN|Infinity)|\\\\u'
+#: a list of ids in compact JSON whose items need no decoding: strings without escapes, integers
+_SIMPLE_LISTS = {
+    "string": '^\\[(?:"[^"\\\\]*"(?:,"[^"\\\\]*")*)?\\]$',
+    "int64": "^\\[(?:-?(?:0|[1-9][0-9]*)(?:,-?(?:0|[1-9][0-9]*))*)?\\]$",
+}
 
 
 def neutralise_formula(value: str) -> str:
@@ -169,18 +177,33 @@ def arrow_chunks(session: Session, spec: TableSpec, chunk_size: int) -> Iterator
     names = spec.fixed_names
     types = [ARROW_TYPES[spec.column(c).type] for c in names]
     conn = session.connection()
-    if conn.dialect.name == "sqlite":
+    big = _estimated_rows(conn, spec.name, id_col) >= ADBC_MIN_ROWS
+    if big and conn.dialect.name == "sqlite":
         path = sqlite_file(conn)
         if path is not None and _have("adbc_driver_sqlite", "adbc_driver_manager", "nanoarrow"):
             sql, flagged = _worker_sql(stmt, id_col, kinds, types, conn.dialect)
             yield from _convert(_worker_batches(path, sql, chunk_size), flagged, kinds, names, types)
             return
-    elif conn.dialect.name == "postgresql" and _have("adbc_driver_postgresql", "adbc_driver_manager"):
+    elif big and conn.dialect.name == "postgresql" and _have("adbc_driver_postgresql", "adbc_driver_manager"):
         sql = _compiled(stmt.with_only_columns(*list(stmt.selected_columns)[1:]).order_by(id_col), conn.dialect)
         flagged = [False] * len(names)  # PostgreSQL's types are the columns' own: nulls come as nulls
         yield from _convert(_rebatch(_pg_batches(conn, sql), chunk_size), flagged, kinds, names, types)
         return
     yield from _cursor_chunks(conn, spec, stmt, id_col, kinds, names, types, chunk_size)
+
+
+#: the ADBC readers cost a fixed 0.05-0.2 s (a process to start, a connection that loads the type
+#: catalogue); below this many rows the driver cursor is faster
+ADBC_MIN_ROWS = 20_000
+
+
+def _estimated_rows(conn, table: str, id_col) -> int:
+    """An upper bound of the table's row count, from its id range (two index look-ups); 0 for a table
+    keyed by text (scenarios: small)."""
+    if table == "scenarios":
+        return 0
+    lo, hi = conn.execute(select(func.min(id_col), func.max(id_col))).one()
+    return 0 if lo is None else int(hi) - int(lo) + 1
 
 
 def _have(*modules: str) -> bool:
@@ -281,12 +304,25 @@ def _worker_sql(stmt, id_col, kinds: list[str | None], types: list[pa.DataType],
     return _compiled(stmt.with_only_columns(*exprs).order_by(id_col), dialect), flagged
 
 
+def _worker_env() -> dict[str, str]:
+    """The reader's environment: ``-S`` skips the site setup (half its start-up time), so the
+    folders holding the driver and nanoarrow are put on PYTHONPATH instead."""
+    dirs = []
+    for module in ("adbc_driver_manager", "adbc_driver_sqlite", "nanoarrow"):
+        spec = importlib.util.find_spec(module)
+        origin = Path(spec.origin if spec and spec.origin else "")
+        folder = str(origin.parent.parent)
+        if folder not in dirs:
+            dirs.append(folder)
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(dirs), "PYTHONSAFEPATH": "1"}
+
+
 def _worker_batches(path: str, sql: str, chunk_size: int) -> Iterator[pa.Table]:
     """The rows of ``sql`` read by a reader process (see :mod:`app.exports.sqlite_worker`), one
     Arrow table of ``chunk_size`` rows at a time; the process is ended when the caller stops."""
     with tempfile.TemporaryFile() as err:
-        proc = subprocess.Popen([sys.executable, str(WORKER), path, str(chunk_size)], stdin=subprocess.PIPE,
-                                stdout=subprocess.PIPE, stderr=err, env={**os.environ, "PYTHONSAFEPATH": "1"})
+        proc = subprocess.Popen([sys.executable, "-S", str(WORKER), path, str(chunk_size)], stdin=subprocess.PIPE,
+                                stdout=subprocess.PIPE, stderr=err, env=_worker_env())
         try:
             with proc.stdin:
                 proc.stdin.write(sql.encode("utf-8"))
@@ -414,6 +450,23 @@ def _json_lists(arr: pa.ChunkedArray | pa.Array, type_: pa.DataType) -> pa.Array
         arr = arr.combine_chunks()
     if len(arr) == 0:
         return pa.array([], type=type_)
+    item = "string" if type_.value_type == pa.string() else "int64"
+    if pc.all(pc.match_substring_regex(arr, _SIMPLE_LISTS[item])).as_py():
+        # every value is `[]` or `["a","b"]` / `[1,2]`: the items are the text between the
+        # separators, split by Arrow kernels (no JSON parser)
+        empty = pc.equal(arr, "[]")
+        any_empty = pc.any(empty).as_py()
+        if item == "string":
+            parts = pc.split_pattern(pc.utf8_slice_codeunits(arr, 2, -2), '","')
+        else:
+            inner = pc.utf8_slice_codeunits(arr, 1, -1)
+            if any_empty:  # a placeholder item, replaced by [] below
+                inner = pc.if_else(empty, pa.scalar("0"), inner)
+            parts = pc.split_pattern(inner, ",")
+        parts = parts.cast(type_)
+        if any_empty:
+            parts = pc.if_else(empty, pa.scalar([], type=type_), parts)
+        return parts
     lines = pc.binary_join_element_wise(pa.scalar('{"v":'), pc.fill_null(arr, "null"), pa.scalar("}\n"), "")
     parsed = pajson.read_json(
         io.BytesIO(_buffer_bytes(lines)),
