@@ -38,9 +38,11 @@ import importlib.util
 import io
 import json
 import os
+import queue
 import subprocess
 import sys
 import tempfile
+import threading
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
@@ -182,12 +184,12 @@ def arrow_chunks(session: Session, spec: TableSpec, chunk_size: int) -> Iterator
         path = sqlite_file(conn)
         if path is not None and _have("adbc_driver_sqlite", "adbc_driver_manager", "nanoarrow"):
             sql, flagged = _worker_sql(stmt, id_col, kinds, types, conn.dialect)
-            yield from _convert(_worker_batches(path, sql, chunk_size), flagged, kinds, names, types)
+            yield from _convert(_prefetch(_worker_batches(path, sql, chunk_size)), flagged, kinds, names, types)
             return
     elif big and conn.dialect.name == "postgresql" and _have("adbc_driver_postgresql", "adbc_driver_manager"):
         sql = _compiled(stmt.with_only_columns(*list(stmt.selected_columns)[1:]).order_by(id_col), conn.dialect)
         flagged = [False] * len(names)  # PostgreSQL's types are the columns' own: nulls come as nulls
-        yield from _convert(_rebatch(_pg_batches(conn, sql), chunk_size), flagged, kinds, names, types)
+        yield from _convert(_prefetch(_rebatch(_pg_batches(conn, sql), chunk_size)), flagged, kinds, names, types)
         return
     yield from _cursor_chunks(conn, spec, stmt, id_col, kinds, names, types, chunk_size)
 
@@ -237,6 +239,55 @@ def _cursor_chunks(conn, spec: TableSpec, stmt, id_col, kinds, names, types, chu
             del table
     finally:
         cur.close()
+
+
+def _prefetch(source: Iterator[pa.Table], depth: int = 2) -> Iterator[pa.Table]:
+    """Runs ``source`` in a thread of its own, at most ``depth`` chunks ahead, so that the database
+    read overlaps the conversion and writing of the chunk before (the drivers, Arrow kernels and
+    the Parquet writer release the GIL).  When the caller stops early, the thread stops at its
+    next chunk and closes ``source`` (which ends its reader)."""
+    chunks: queue.Queue = queue.Queue(maxsize=depth)
+    stop = threading.Event()
+    done = object()
+
+    def put(item) -> bool:
+        while not stop.is_set():
+            try:
+                chunks.put(item, timeout=0.05)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def run() -> None:
+        try:
+            for item in source:
+                if not put(item):
+                    break
+                del item
+            else:
+                put(done)
+        except BaseException as exc:  # noqa: BLE001  (handed to the caller)
+            put(exc)
+        finally:
+            close = getattr(source, "close", None)
+            if close is not None:
+                close()
+
+    thread = threading.Thread(target=run, name="a2annotate-export-reader", daemon=True)
+    thread.start()
+    try:
+        while True:
+            item = chunks.get()
+            if item is done:
+                return
+            if isinstance(item, BaseException):
+                raise item
+            yield item
+            del item
+    finally:
+        stop.set()
+        thread.join()
 
 
 def _convert(tables: Iterable[pa.Table], flagged: list[bool], kinds, names, types) -> Iterator[pa.Table]:
@@ -324,6 +375,7 @@ def _worker_batches(path: str, sql: str, chunk_size: int) -> Iterator[pa.Table]:
         proc = subprocess.Popen([sys.executable, "-S", str(WORKER), path, str(chunk_size)], stdin=subprocess.PIPE,
                                 stdout=subprocess.PIPE, stderr=err, env=_worker_env())
         try:
+            _grow_pipe(proc.stdout)
             with proc.stdin:
                 proc.stdin.write(sql.encode("utf-8"))
             try:
@@ -341,6 +393,17 @@ def _worker_batches(path: str, sql: str, chunk_size: int) -> Iterator[pa.Table]:
                 proc.kill()
                 proc.wait()
             proc.stdout.close()
+
+
+def _grow_pipe(pipe) -> None:
+    """A 1 MiB pipe (Linux; 64 KiB by default), so the reader can write most of a batch while
+    the exporter works on the one before."""
+    try:
+        import fcntl
+
+        fcntl.fcntl(pipe.fileno(), getattr(fcntl, "F_SETPIPE_SZ", 1031), 1 << 20)
+    except (ImportError, OSError):
+        pass
 
 
 def _stderr(err) -> str:
