@@ -12,7 +12,8 @@ uses.  More rows in the same run:
 * "(floor)": reading the rows alone (``sqlite3`` ``fetchall`` of the same columns), and SQLite
   scanning them without handing them out (``sum(length(...))`` over every column, in C);
 * PostgreSQL (when reachable, 2,500 runs): the same events copied into a fresh database, the
-  same export rows against the same baselines.
+  same export rows against the same baselines, and the floor there: the server sending the rows
+  (binary ``COPY ... TO STDOUT``) drained by psycopg.
 """
 from __future__ import annotations
 
@@ -104,6 +105,22 @@ def _measure(url: str, n_runs: int, backend: str = "SQLite", before_rows: bool =
         rows.append(row(f"(floor) SQLite scanning the {n:,} event rows in C (`sum(length(...))`, no rows out)",
                         f"{scan:.2f} s", f"pyarrow `write_table`: {base:.2f} s", scan / base, "",
                         "the storage engine alone"))
+    else:
+        import psycopg
+
+        query = ("SELECT run.run_id, seq, ts, kind, actor, CAST(recipients AS TEXT), visibility, content, "
+                 "CAST(data AS TEXT), parent_seq, hop, CAST(event.extra AS TEXT) FROM event JOIN run ON "
+                 "run.id = event.run_pk ORDER BY event.id")
+
+        def copy_out() -> int:
+            with psycopg.connect(url.replace("postgresql+psycopg://", "postgresql://")) as c, c.cursor() as cur:
+                with cur.copy(f"COPY ({query}) TO STDOUT (FORMAT binary)") as copy:
+                    return sum(len(b) for b in copy)
+
+        read = median_time(copy_out)
+        rows.append(row(f"(floor) PostgreSQL sending the {n:,} event rows (binary `COPY ... TO STDOUT`, drained by "
+                        "psycopg), no export", f"{read:.2f} s", f"pyarrow `write_table`: {base:.2f} s", read / base, "",
+                        "the database read alone"))
     engine.dispose()
     return rows
 

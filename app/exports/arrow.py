@@ -453,10 +453,12 @@ def _quoted(arr: pa.Array) -> pa.Array:
     """CSV quoting of a non-null text array: a cell with ``,``, ``"``, ``\\n`` or ``\\r`` is quoted
     (:func:`app.exports.service.csv_line` does the same per row)."""
     needs = pc.match_substring_regex(arr, '[,"\n\r]')
-    if not pc.any(needs).as_py():
+    n = pc.sum(needs).as_py() or 0
+    if not n:
         return arr
-    q = pc.binary_join_element_wise(pa.scalar('"'), pc.replace_substring(arr, '"', '""'), pa.scalar('"'), "")
-    return pc.if_else(needs, q, arr)
+    sub = arr if n == len(arr) else pc.filter(arr, needs)  # only the cells that are quoted
+    q = pc.binary_join_element_wise(pa.scalar('"'), pc.replace_substring(sub, '"', '""'), pa.scalar('"'), "")
+    return q if n == len(arr) else pc.replace_with_mask(arr, needs, q)
 
 
 def _csv_text(arr: pa.ChunkedArray | pa.Array, type_: str) -> pa.Array:
