@@ -204,7 +204,9 @@ def _estimated_rows(conn, table: str, id_col) -> int:
     keyed by text (scenarios: small)."""
     if table == "scenarios":
         return 0
-    lo, hi = conn.execute(select(func.min(id_col), func.max(id_col))).one()
+    # two scalar subqueries: SQLite answers a lone min() or max() from the index, both together by a scan
+    lo, hi = conn.execute(select(select(func.min(id_col)).scalar_subquery(),
+                                 select(func.max(id_col)).scalar_subquery())).one()
     return 0 if lo is None else int(hi) - int(lo) + 1
 
 
@@ -298,14 +300,26 @@ def _convert(tables: Iterable[pa.Table], flagged: list[bool], kinds, names, type
         for flag in flagged:
             col = raw.column(i)
             if flag:
-                nulls = pc.cast(raw.column(i + 1), pa.bool_())
-                col = pc.if_else(nulls, pa.scalar(None, col.type), col)
+                col = _with_nulls(col, raw.column(i + 1))
                 i += 2
             else:
                 i += 1
             columns.append(col)
         del raw
         yield _to_table(columns, kinds, names, types)
+
+
+def _with_nulls(col: pa.ChunkedArray, flags: pa.ChunkedArray) -> pa.Array:
+    """``col`` with nulls where ``flags`` (0 / 1) is 1: the values' buffers are kept as they are
+    and the validity bitmap is made from the flags (no copy of the text)."""
+    col, flags = col.combine_chunks(), flags.combine_chunks()
+    if not pc.max(flags).as_py():
+        return col
+    valid = pc.equal(flags, 0)
+    plain = pa.types.is_primitive(col.type) or pa.types.is_string(col.type)
+    if plain and col.offset == 0 and valid.offset == 0 and col.null_count == 0:
+        return pa.Array.from_buffers(col.type, len(col), [valid.buffers()[1], *col.buffers()[1:]])
+    return pc.if_else(valid, col, pa.scalar(None, col.type))
 
 
 # -- SQLite: the reader process
