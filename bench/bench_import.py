@@ -17,36 +17,33 @@ from pathlib import Path
 
 from bench.common import PgDatabase, bench_dir, corpus, median_time, prepare, row, sqlite_url
 
-TABLES = ("run", "principal", "agent", "event", "audit")
+TABLES = ("run", "principal", "agent", "event", "audit", "check")
 
 
-def _raw_rows(path: Path) -> tuple[dict[str, tuple[list[str], list[tuple]]], int]:
-    from sqlalchemy import JSON
-
+def _raw_rows(path: Path, sqlite: bool = True) -> tuple[dict[str, tuple[list[str], list[tuple]]], int]:
+    """The rows the import writes (without the judge annotations), JSON encoded as stored on
+    SQLite (`sqlite`) or as COPY sends it to PostgreSQL (None as SQL NULL)."""
     from app.core.db import json_dumps
     from app.ingest import iter_path
-    from app.ingest.loader import _content_rows, _prepare
-    from app.runs.models import Run
+    from app.ingest.loader import _COLUMNS, _content_tuples, _prepare
 
-    out: dict[str, tuple[list[str], list[tuple]]] = {}
+    run_cols = ["id", "run_id", "scenario_id", "status", "aggregate_score", "started_at", "ended_at", "extra",
+                "scenario_override", "content_hash", "n_events", "source", "imported_at"]
+    runs: list[tuple] = []
+    content: dict = {t: [] for t in _COLUMNS}
     n_events = 0
     for pk, item in enumerate(iter_path(str(path)), start=1):
         run = item.run
-        _, digest = _prepare(run)
-        rows = [(Run, [{"id": pk, "run_id": run["run_id"], "scenario_id": run["scenario"]["id"],
-                        "status": run["status"], "aggregate_score": run.get("aggregate_score"),
-                        "started_at": run.get("started_at"), "ended_at": run.get("ended_at"),
-                        "extra": run.get("metadata") or {}, "scenario_override": None, "content_hash": digest,
-                        "n_events": len(run["events"]), "source": "bench", "imported_at": "2026-01-01 00:00:00"}])]
-        rows += _content_rows(pk, run)
+        _, digest = _prepare(run, item.plain_floats)
+        runs.append((pk, run["run_id"], run["scenario"]["id"], run["status"], run.get("aggregate_score"),
+                     run.get("started_at"), run.get("ended_at"), json_dumps(run.get("metadata") or {}), None,
+                     digest, len(run["events"]), "bench", "2026-01-01 00:00:00"))
+        _content_tuples(pk, run, sqlite, content, item.plain_floats)
         n_events += len(run["events"])
-        for table, dicts in rows:
-            if not dicts:
-                continue
-            cols = list(dicts[0])
-            js = [isinstance(table.__table__.c[c].type, JSON) for c in cols]
-            entry = out.setdefault(table.__tablename__, (cols, []))
-            entry[1].extend(tuple(json_dumps(d[c]) if j else d[c] for c, j in zip(cols, js)) for d in dicts)
+    out = {"run": (run_cols, runs)}
+    for table, rows in content.items():
+        if rows:
+            out[table.__tablename__] = (list(_COLUMNS[table]), rows)
     return out, n_events
 
 
@@ -71,7 +68,7 @@ def _sqlite_baseline(url: str, rows, scenarios) -> None:
     with con:
         con.executemany("INSERT INTO scenario (id, family, alignment, title, description, extra) VALUES (?,?,?,?,?,?)",
                         scenarios)
-        for t in TABLES:
+        for t in (t for t in TABLES if t in rows):
             cols, data = rows[t]
             con.executemany(f'INSERT INTO "{t}" ({", ".join(cols)}) VALUES ({", ".join("?" * len(cols))})', data)
     con.close()
@@ -85,7 +82,7 @@ def _pg_baseline(url: str, rows, scenarios) -> None:
             with cur.copy("COPY scenario (id, family, alignment, title, description, extra) FROM STDIN") as cp:
                 for r in scenarios:
                     cp.write_row(r)
-            for t in TABLES:
+            for t in (t for t in TABLES if t in rows):
                 cols, data = rows[t]
                 with cur.copy(f'COPY "{t}" ({", ".join(cols)}) FROM STDIN') as cp:
                     for r in data:

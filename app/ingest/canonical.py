@@ -44,6 +44,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -192,8 +193,8 @@ def _copy_json(value: Any) -> Any:
     if t in _SCALARS:
         return value
     if t is float:
-        if not math.isfinite(value):
-            raise _NotJSON
+        if not math.isfinite(value) or (value and not 1e-4 <= abs(value) < 1e16):
+            raise _NotJSON  # NaN / infinity (refused), or a float json and orjson write apart (noted)
         return value
     raise _NotJSON
 
@@ -204,10 +205,18 @@ def ts_order(ts_values: list[str | None]) -> list[int]:
     return sorted(range(len(keys)), key=keys.__getitem__)
 
 
+def _odd_float(value: float) -> bool:
+    """Whether `json` writes `value` with an exponent (below 1e-4 or from 1e16 up), where orjson
+    writes it otherwise (see `canonical_json_bytes`)."""
+    return bool(value) and not 1e-4 <= abs(value) < 1e16
+
+
 class _Normalizer:
     def __init__(self, location: Location | str | None) -> None:
         self.loc = as_location(location)
         self.run_id: str | None = None
+        #: a float of the run that json and orjson write differently (see `_odd_float`)
+        self.odd_floats = False
 
     def fail(self, field: str | None, message: str) -> None:
         raise RunFormatError(self.loc, message, run_id=self.run_id, field=field)
@@ -241,7 +250,10 @@ class _Normalizer:
             self.fail(path, f"must be a number or null, got {_tname(value)}")
         if not math.isfinite(value):
             self.fail(path, "must be a finite number")
-        return float(value)
+        value = float(value)
+        if _odd_float(value):
+            self.odd_floats = True
+        return value
 
     def opt_int(self, value: Any, path: str) -> int | None:
         if value is None:
@@ -302,6 +314,8 @@ class _Normalizer:
         if isinstance(value, float):
             if not math.isfinite(value):
                 self.fail(path, "must not contain NaN or infinite numbers")
+            if _odd_float(value):
+                self.odd_floats = True
             return value
         if isinstance(value, dict):
             out = {}
@@ -587,6 +601,15 @@ def normalize_run(obj: Any, location: Location | str | None = None) -> dict[str,
     return _Normalizer(location).run(obj)
 
 
+def normalize_run_checked(obj: Any, location: Location | str | None = None) -> tuple[dict[str, Any], bool]:
+    """`normalize_run`, and whether every float of the run is one that json and orjson write the
+    same (no float below 1e-4 or from 1e16 up): then `canonical_json_bytes(run, plain=True)`
+    and `compact_json(value, plain=True)` of its values skip their check."""
+    n = _Normalizer(location)
+    run = n.run(obj)
+    return run, not n.odd_floats
+
+
 def canonical_json(run: dict[str, Any]) -> str:
     """Serialize a run with sorted keys and compact separators (the hashed form)."""
     return json.dumps(run, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
@@ -595,3 +618,57 @@ def canonical_json(run: dict[str, Any]) -> str:
 def content_hash(run: dict[str, Any]) -> str:
     """Return the hex sha256 of `canonical_json(run)` (pass a normalized run)."""
     return hashlib.sha256(canonical_json(run).encode("utf-8")).hexdigest()
+
+
+# --------------------------------------------------------------------------- fast encoding
+#
+# orjson writes the same bytes as `json.dumps(..., separators=(",", ":"), ensure_ascii=False)`
+# (with `sort_keys` as OPT_SORT_KEYS: both order keys by code point) for every value a
+# normalized run holds, except three cases, each of which falls back to `json` here:
+# * floats below 1e-4 or from 1e16 up: Python writes `1e-05` / `1e+16`, orjson `0.00001` / `1e16`.
+#   `_RISKY` finds every number orjson wrote as `0.0000...` or with an exponent (a string that
+#   happens to look like one only costs the fallback). That search costs as much as the
+#   encoding, so it is skipped (`plain=True`) for a run that `normalize_run_checked` found
+#   to have no such float;
+# * integers beyond 64 bits and lone surrogates: orjson refuses them (TypeError);
+# * NaN and infinities, which orjson writes as `null`: a normalized run has none (normalize_run
+#   refuses them), which is why these functions are for normalized runs only.
+# tests/ingest/test_fast_json.py checks the equality on the demo corpus, the fixtures and edge values.
+
+try:  # pragma: no cover - orjson is a declared dependency; json alone gives the same bytes
+    import orjson as _orjson
+except ImportError:  # pragma: no cover
+    _orjson = None
+
+_RISKY = re.compile(rb"(?:^|[:,\[])-?(?:0\.0000|\d(?:\.\d+)?e)")
+
+
+def canonical_json_bytes(run: dict[str, Any], plain: bool = False) -> bytes:
+    """`canonical_json(run)` encoded as UTF-8, made by orjson when that gives the same bytes
+    (`plain`: the run holds no float below 1e-4 or from 1e16 up, see `normalize_run_checked`)."""
+    if _orjson is not None:
+        try:
+            data = _orjson.dumps(run, option=_orjson.OPT_SORT_KEYS)
+        except TypeError:
+            pass
+        else:
+            if plain or _RISKY.search(data) is None:
+                return data
+    return canonical_json(run).encode("utf-8")
+
+
+def compact_json(value: Any, plain: bool = False) -> str:
+    """`json.dumps(value, ensure_ascii=False, separators=(",", ":"))` (key order kept), the text of
+    a JSON column (app.core.db.json_dumps), made by orjson when that gives the same text
+    (`plain`: as in `canonical_json_bytes`)."""
+    if not value and (type(value) is dict or type(value) is list):
+        return "{}" if type(value) is dict else "[]"
+    if _orjson is not None:
+        try:
+            data = _orjson.dumps(value)
+        except TypeError:
+            pass
+        else:
+            if plain or _RISKY.search(data) is None:
+                return data.decode("utf-8")
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
