@@ -125,6 +125,16 @@ class RunFormatError(ValueError):
         """Return ``{"location": ..., "message": ...}`` (the REST error shape)."""
         return {"location": self.location, "message": self.message}
 
+    def __reduce__(self):  # pickled whole (attributes included): items cross processes (read_ahead)
+        return _restore_error, (type(self), self.args, self.__dict__)
+
+
+def _restore_error(cls: type, args: tuple, state: dict) -> RunFormatError:
+    err = cls.__new__(cls)
+    err.args = args
+    err.__dict__.update(state)
+    return err
+
 
 # --------------------------------------------------------------------------- helpers
 
