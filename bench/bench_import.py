@@ -6,7 +6,8 @@ same run, into another fresh migrated database: the same rows (runs, principals,
 audits; JSON already encoded, ids given) with ``sqlite3`` ``executemany`` in one transaction, or
 psycopg ``COPY`` (one per table) on PostgreSQL; the rows are made before the clock starts.
 A "floor" row shows what reading + normalising the file alone costs (no database).
-Peak RSS is measured in a child process per size.
+Peak RSS is measured in a child process per size: the importer's peak plus the peak of its
+reading process (`app.ingest.loader.read_ahead`), an upper bound of the two together.
 """
 from __future__ import annotations
 
@@ -103,7 +104,8 @@ def _import(url: str, path: Path) -> None:
 def _peak_rss(url: str, path: Path) -> float:
     code = ("import resource, sys; from bench.bench_import import _import; from pathlib import Path; "
             f"_import({url!r}, Path({str(path)!r})); "
-            "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)")
+            "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss"
+            " + resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          cwd=str(Path(__file__).resolve().parents[1]))
     return int(out.stdout.strip().splitlines()[-1]) / 1024

@@ -67,6 +67,7 @@ EVENT_KEYS = ("seq", "ts", "kind", "actor", "recipients", "visibility", "content
               "hop", "metadata")
 AUDIT_KEYS = ("source", "level", "mode", "agent", "evidence", "note", "metadata")
 CHECK_KEYS = ("source", "level", "check_id", "passed", "agent", "evidence", "detail", "metadata")
+_EVENT_KEYSET, _EVENT_KINDSET, _VISIBILITYSET = frozenset(EVENT_KEYS), frozenset(EVENT_KINDS), frozenset(VISIBILITIES)
 
 
 @dataclass(frozen=True)
@@ -515,6 +516,64 @@ class _Normalizer:
         return events
 
     def event(self, raw: dict, path: str) -> dict[str, Any]:
+        fast = self.event_fast(raw)
+        return fast if fast is not None else self.event_checked(raw, path)
+
+    def event_fast(self, raw: dict) -> dict[str, Any] | None:
+        """`event_checked` for the common event (known keys only, values of the usual types),
+        with the same result; None for anything else, which `event_checked` then handles (and
+        names the problem of)."""
+        if not raw.keys() <= _EVENT_KEYSET:
+            return None
+        get = raw.get
+        kind, actor, recipients, visibility = get("kind"), get("actor"), get("recipients"), get("visibility")
+        content, ts, seq, parent, hop = get("content"), get("ts"), get("seq"), get("parent_seq"), get("hop")
+        if (type(kind) is not str or kind not in _EVENT_KINDSET or type(actor) is not str or not actor.strip()
+                or (content is not None and type(content) is not str)
+                or (seq is not None and type(seq) is not int) or (parent is not None and type(parent) is not int)
+                or (hop is not None and type(hop) is not int)):
+            return None
+        if recipients is None:
+            recipients = []
+        elif type(recipients) is str:
+            recipients = [recipients]
+        elif type(recipients) is list and all(type(r) is str for r in recipients):
+            recipients = list(recipients)
+        else:
+            return None
+        if visibility is None:
+            visibility = "shared" if recipients else "private"
+        elif type(visibility) is not str or visibility not in _VISIBILITYSET:
+            return None
+        if ts is not None:
+            if type(ts) is not str:
+                return None
+            try:
+                parse_ts(ts)
+            except ValueError:
+                return None
+        metadata = get("metadata")
+        if metadata is None:
+            metadata = {}
+        elif type(metadata) is dict:
+            try:
+                metadata = _copy_json(metadata)
+            except _NotJSON:
+                return None
+        else:
+            return None
+        if "data" in raw:
+            try:
+                data = _copy_json(raw["data"])
+            except _NotJSON:
+                return None
+        else:
+            data = {}
+        return {"seq": seq, "ts": ts, "kind": kind, "actor": actor, "recipients": recipients,
+                "visibility": visibility, "content": content, "data": data, "parent_seq": parent, "hop": hop,
+                "metadata": metadata}
+
+    def event_checked(self, raw: dict, path: str) -> dict[str, Any]:
         metadata = self.obj(raw.get("metadata"), f"{path}.metadata")
         self.merge_unknown(metadata, raw, EVENT_KEYS, f"{path}.metadata")
         kind = self.req_str(raw, "kind", f"{path}.kind")

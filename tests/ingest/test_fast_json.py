@@ -165,3 +165,56 @@ def test_a_run_with_odd_numbers_is_not_plain_and_keeps_its_hash(where):
     assert run == normalize_run(raw)
     assert plain is (where == "big int")
     assert_same(run, plain)
+
+
+EVENT_CASES = [
+    {"kind": "message", "actor": "a", "recipients": "b", "ts": "2026-01-01T00:00:00Z", "seq": 0},
+    {"kind": "message", "actor": "a", "recipients": ["b"], "visibility": "private", "content": "hi", "data": None},
+    {"kind": "log", "actor": "system", "metadata": {"x": [1, {"y": 0.5}]}, "data": [1, "2"], "hop": 3, "parent_seq": 0},
+    {"kind": "tool_call", "actor": "a", "extra_field": 1},
+    {"kind": "tool_call", "actor": "a", "seq": 1.0},
+    {"kind": "tool_call", "actor": "a", "seq": True},
+    {"kind": "tool_call", "actor": "a", "ts": 1700000000},
+    {"kind": "tool_call", "actor": "a", "ts": "yesterday"},
+    {"kind": "tool_call", "actor": "a", "ts": 5},
+    {"kind": "nope", "actor": "a"},
+    {"kind": ["message"], "actor": "a"},
+    {"kind": "message", "actor": " "},
+    {"kind": "message", "actor": "a", "recipients": [1]},
+    {"kind": "message", "actor": "a", "recipients": {"b": 1}},
+    {"kind": "message", "actor": "a", "visibility": ["shared"]},
+    {"kind": "message", "actor": "a", "visibility": "public"},
+    {"kind": "message", "actor": "a", "content": 3},
+    {"kind": "message", "actor": "a", "metadata": []},
+    {"kind": "message", "actor": "a", "metadata": {"n": float("nan")}},
+    {"kind": "message", "actor": "a", "data": {"tiny": 1e-9}},
+    {"kind": "message", "actor": "a", "data": {1: 2}},
+    {"kind": "message", "actor": "a", "data": {"s": {1, 2}}},
+]
+
+
+@pytest.mark.parametrize("raw", EVENT_CASES)
+def test_the_fast_event_path_gives_the_checked_result_or_defers(raw):
+    from app.ingest.canonical import RunFormatError, _Normalizer
+
+    def outcome(method):
+        n = _Normalizer("f.jsonl")
+        try:
+            return ("ok", method(n)(copy.deepcopy(raw), "events[0]"), n.odd_floats)
+        except RunFormatError as exc:
+            return ("error", str(exc), n.odd_floats)
+
+    fast = _Normalizer("f.jsonl").event_fast(copy.deepcopy(raw))
+    checked = outcome(lambda n: n.event_checked)
+    assert outcome(lambda n: n.event) == checked
+    if fast is not None:
+        assert checked[0] == "ok" and fast == checked[1] and not checked[2]
+
+
+def test_the_fast_event_path_is_taken_for_the_demo_corpus():
+    from app.ingest.canonical import _Normalizer
+
+    raw = generate_runs(5, 4)
+    n = _Normalizer(None)
+    events = [e for x in raw for e in x.run["events"]]
+    assert events and all(n.event_fast(copy.deepcopy(e)) is not None for e in events)
