@@ -148,6 +148,8 @@ def _backend(name: str, n_runs: int, path: Path, rows, scenarios, n_events: int)
 def main(quick: bool = False) -> list[str]:
     d = bench_dir()
     sizes = [3, 6] if quick else ([2500, 25000] if os.environ.get("BENCH_LARGE") else [250, 2500])
+    if os.environ.get("BENCH_IMPORT_SIZES"):  # e.g. "20,200": the BENCH_LARGE rows' code path on small data
+        sizes = [int(x) for x in os.environ["BENCH_IMPORT_SIZES"].split(",")][:2]
     out: list[str] = []
     times: dict[str, list[tuple[float, float]]] = {"sqlite": [], "postgresql": []}
     for n in sizes:

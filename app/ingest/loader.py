@@ -598,18 +598,21 @@ def read_ahead(make_items: Callable[[], Iterable[Any]]) -> Iterable[Any]:
     """The items of ``make_items()``, read and normalised in a second process while this one
     writes (parsing takes about as long as storing; on two cores they overlap).
 
-    Only where that is safe and possible: a forked child (it inherits the readers' arguments,
+    Only where that is safe and pays: a forked child (it inherits the readers' arguments,
     nothing is pickled but the items), in a process without other threads (a fork copies no
-    thread, so a lock another thread held would stay locked in the child); otherwise, or with
-    ``IMPORT_READ_AHEAD=0``, the items are read here, as before. Memory stays flat: the
-    child blocks once the pipe is full. Items arrive in order with their own locations; an
-    exception the readers raise is raised here."""
+    thread, so a lock another thread held would stay locked in the child), and only while a
+    core is free (1-minute load average below the core count minus one: on a busy machine the
+    second process only competes, measured slower). ``IMPORT_READ_AHEAD=1`` reads ahead whatever
+    the load, ``IMPORT_READ_AHEAD=0`` never; otherwise the items are read here, as before.
+    Memory stays flat: the child blocks once the pipe is full. Items arrive in order with their
+    own locations; an exception the readers raise is raised here."""
     import multiprocessing
     import os
     import threading
 
-    if (os.environ.get("IMPORT_READ_AHEAD", "1") == "0" or threading.active_count() > 1
-            or "fork" not in multiprocessing.get_all_start_methods()):
+    setting = os.environ.get("IMPORT_READ_AHEAD", "")
+    if (setting == "0" or threading.active_count() > 1 or "fork" not in multiprocessing.get_all_start_methods()
+            or (setting != "1" and os.getloadavg()[0] > (os.cpu_count() or 1) - 1)):
         return make_items()
     return _read_in_child(make_items)
 
