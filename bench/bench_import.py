@@ -6,7 +6,8 @@ same run, into another fresh migrated database: the same rows (runs, principals,
 audits; JSON already encoded, ids given) with ``sqlite3`` ``executemany`` in one transaction, or
 psycopg ``COPY`` (one per table) on PostgreSQL; the rows are made before the clock starts.
 A "floor" row shows what reading + normalising the file alone costs (no database).
-Peak RSS is measured in a child process per size.
+Peak RSS is measured in a child process per size: the importer's peak plus the peak of its
+reading process (`app.ingest.loader.read_ahead`), an upper bound of the two together.
 """
 from __future__ import annotations
 
@@ -17,36 +18,33 @@ from pathlib import Path
 
 from bench.common import PgDatabase, bench_dir, corpus, median_time, prepare, row, sqlite_url
 
-TABLES = ("run", "principal", "agent", "event", "audit")
+TABLES = ("run", "principal", "agent", "event", "audit", "check")
 
 
-def _raw_rows(path: Path) -> tuple[dict[str, tuple[list[str], list[tuple]]], int]:
-    from sqlalchemy import JSON
-
+def _raw_rows(path: Path, sqlite: bool = True) -> tuple[dict[str, tuple[list[str], list[tuple]]], int]:
+    """The rows the import writes (without the judge annotations), JSON encoded as stored on
+    SQLite (`sqlite`) or as COPY sends it to PostgreSQL (None as SQL NULL)."""
     from app.core.db import json_dumps
     from app.ingest import iter_path
-    from app.ingest.loader import _content_rows, _prepare
-    from app.runs.models import Run
+    from app.ingest.loader import _COLUMNS, _content_tuples, _prepare
 
-    out: dict[str, tuple[list[str], list[tuple]]] = {}
+    run_cols = ["id", "run_id", "scenario_id", "status", "aggregate_score", "started_at", "ended_at", "extra",
+                "scenario_override", "content_hash", "n_events", "source", "imported_at"]
+    runs: list[tuple] = []
+    content: dict = {t: [] for t in _COLUMNS}
     n_events = 0
     for pk, item in enumerate(iter_path(str(path)), start=1):
         run = item.run
-        _, digest = _prepare(run)
-        rows = [(Run, [{"id": pk, "run_id": run["run_id"], "scenario_id": run["scenario"]["id"],
-                        "status": run["status"], "aggregate_score": run.get("aggregate_score"),
-                        "started_at": run.get("started_at"), "ended_at": run.get("ended_at"),
-                        "extra": run.get("metadata") or {}, "scenario_override": None, "content_hash": digest,
-                        "n_events": len(run["events"]), "source": "bench", "imported_at": "2026-01-01 00:00:00"}])]
-        rows += _content_rows(pk, run)
+        _, digest = _prepare(run, item.plain_floats)
+        runs.append((pk, run["run_id"], run["scenario"]["id"], run["status"], run.get("aggregate_score"),
+                     run.get("started_at"), run.get("ended_at"), json_dumps(run.get("metadata") or {}), None,
+                     digest, len(run["events"]), "bench", "2026-01-01 00:00:00"))
+        _content_tuples(pk, run, sqlite, content, item.plain_floats)
         n_events += len(run["events"])
-        for table, dicts in rows:
-            if not dicts:
-                continue
-            cols = list(dicts[0])
-            js = [isinstance(table.__table__.c[c].type, JSON) for c in cols]
-            entry = out.setdefault(table.__tablename__, (cols, []))
-            entry[1].extend(tuple(json_dumps(d[c]) if j else d[c] for c, j in zip(cols, js)) for d in dicts)
+    out = {"run": (run_cols, runs)}
+    for table, rows in content.items():
+        if rows:
+            out[table.__tablename__] = (list(_COLUMNS[table]), rows)
     return out, n_events
 
 
@@ -71,7 +69,7 @@ def _sqlite_baseline(url: str, rows, scenarios) -> None:
     with con:
         con.executemany("INSERT INTO scenario (id, family, alignment, title, description, extra) VALUES (?,?,?,?,?,?)",
                         scenarios)
-        for t in TABLES:
+        for t in (t for t in TABLES if t in rows):
             cols, data = rows[t]
             con.executemany(f'INSERT INTO "{t}" ({", ".join(cols)}) VALUES ({", ".join("?" * len(cols))})', data)
     con.close()
@@ -85,7 +83,7 @@ def _pg_baseline(url: str, rows, scenarios) -> None:
             with cur.copy("COPY scenario (id, family, alignment, title, description, extra) FROM STDIN") as cp:
                 for r in scenarios:
                     cp.write_row(r)
-            for t in TABLES:
+            for t in (t for t in TABLES if t in rows):
                 cols, data = rows[t]
                 with cur.copy(f'COPY "{t}" ({", ".join(cols)}) FROM STDIN') as cp:
                     for r in data:
@@ -106,7 +104,8 @@ def _import(url: str, path: Path) -> None:
 def _peak_rss(url: str, path: Path) -> float:
     code = ("import resource, sys; from bench.bench_import import _import; from pathlib import Path; "
             f"_import({url!r}, Path({str(path)!r})); "
-            "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)")
+            "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss"
+            " + resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          cwd=str(Path(__file__).resolve().parents[1]))
     return int(out.stdout.strip().splitlines()[-1]) / 1024
@@ -149,6 +148,8 @@ def _backend(name: str, n_runs: int, path: Path, rows, scenarios, n_events: int)
 def main(quick: bool = False) -> list[str]:
     d = bench_dir()
     sizes = [3, 6] if quick else ([2500, 25000] if os.environ.get("BENCH_LARGE") else [250, 2500])
+    if os.environ.get("BENCH_IMPORT_SIZES"):  # e.g. "20,200": the BENCH_LARGE rows' code path on small data
+        sizes = [int(x) for x in os.environ["BENCH_IMPORT_SIZES"].split(",")][:2]
     out: list[str] = []
     times: dict[str, list[tuple[float, float]]] = {"sqlite": [], "postgresql": []}
     for n in sizes:

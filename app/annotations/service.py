@@ -48,14 +48,21 @@ def sync_audit_annotations(session: Session, run_row: Run, run: dict, tax_cache:
     annotator, not to a judge). An audit with `mode: null` is an attribution-only label. An
     `audited_by` entry may be an object `{source, taxonomy?, annotator_kind?, annotator?}`.
     """
-    from app.taxonomies.service import canonical_mode, latest, resolve, taxonomy_for_mode
-
     tax_cache = tax_cache if tax_cache is not None else {}
     old = session.exec(select(Annotation.id).where(Annotation.run_pk == run_row.id,
                                                    Annotation.origin == "audit")).all()
     if old:
         session.execute(delete(Label).where(Label.annotation_id.in_(old)))
         session.execute(delete(Annotation).where(Annotation.id.in_(old)))
+    insert_audit_annotations(session, [(run_row.id, run)], tax_cache)
+
+
+def _audit_groups(session: Session, run: dict, tax_cache: dict) -> tuple[dict[tuple[str, str, int], list[dict]],
+                                                                          dict[int, Taxonomy]]:
+    """The annotations `sync_audit_annotations` makes of one run: ``{(annotator name, kind,
+    taxonomy id): [audits]}`` in the order they are made, and the taxonomies by id."""
+    from app.taxonomies.service import canonical_mode, latest, resolve, taxonomy_for_mode
+
     refs = tax_cache.setdefault("refs", {})
 
     def by_ref(ref: str) -> Taxonomy | None:
@@ -105,24 +112,42 @@ def sync_audit_annotations(session: Session, run_row: Run, run: dict, tax_cache:
             groups.setdefault((name, kind, tax.id), [])
         elif not any(k[0] == name for k in groups):
             groups[(name, kind, tax.id)] = []
+    return groups, taxes
+
+
+def insert_audit_annotations(session: Session, runs: Sequence[tuple[int, dict]], tax_cache: dict) -> None:
+    """The judge annotations `sync_audit_annotations` makes, for runs (``(run pk, run)``) that
+    have none from audits yet (just stored), all at once: one INSERT of the annotations
+    returning their ids, one of their labels."""
+    from app.taxonomies.service import canonical_mode
+
     now = utcnow()
     users = tax_cache.setdefault("annotator_ids", {})
-    for (name, kind, tax_id), audits in groups.items():
-        if (name, kind) not in users:
-            users[(name, kind)] = (judge_user(session, name) if kind == "judge"
-                                   else imported_human_user(session, name)).id
-        ann = Annotation(run_pk=run_row.id, user_id=users[(name, kind)], taxonomy_pk=tax_id, status="submitted",
-                         no_failure=not audits, origin="audit", submitted_at=now)
-        session.add(ann)
-        session.flush()
-        tax = taxes[tax_id]
-        rows = [{"annotation_id": ann.id,
-                 "mode": None if a["mode"] is None else (canonical_mode(tax, a["mode"]) or a["mode"]),
-                 "agent": a.get("agent") or "", "principals": [], "evidence": list(a.get("evidence") or []),
-                 "note": a.get("note"), "confidence": None, "time_ms": 0, "created_at": now}
-                for a in audits]
-        if rows:
-            session.connection().execute(insert(Label.__table__), rows)
+    annotations: list[dict[str, Any]] = []
+    made: list[tuple[Taxonomy, list[dict]]] = []
+    for run_pk, run in runs:
+        groups, taxes = _audit_groups(session, run, tax_cache)
+        for (name, kind, tax_id), audits in groups.items():
+            if (name, kind) not in users:
+                users[(name, kind)] = (judge_user(session, name) if kind == "judge"
+                                       else imported_human_user(session, name)).id
+            annotations.append({"run_pk": run_pk, "user_id": users[(name, kind)], "taxonomy_pk": tax_id,
+                                "status": "submitted", "no_failure": not audits, "origin": "audit", "time_ms": 0,
+                                "note": None, "started_at": now, "updated_at": now, "submitted_at": now,
+                                "hints_on": None, "source_version": None, "version": 1})
+            made.append((taxes[tax_id], audits))
+    if not annotations:
+        return
+    table = Annotation.__table__
+    conn = session.connection()
+    ids = conn.execute(insert(table).returning(table.c.id, sort_by_parameter_order=True), annotations).scalars().all()
+    rows = [{"annotation_id": ann_id,
+             "mode": None if a["mode"] is None else (canonical_mode(tax, a["mode"]) or a["mode"]),
+             "agent": a.get("agent") or "", "principals": [], "evidence": list(a.get("evidence") or []),
+             "note": a.get("note"), "confidence": None, "time_ms": 0, "created_at": now}
+            for ann_id, (tax, audits) in zip(ids, made) for a in audits]
+    if rows:
+        conn.execute(insert(Label.__table__), rows)
 
 
 def imported_human_user(session: Session, name: str) -> User:

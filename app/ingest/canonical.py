@@ -44,6 +44,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -66,6 +67,7 @@ EVENT_KEYS = ("seq", "ts", "kind", "actor", "recipients", "visibility", "content
               "hop", "metadata")
 AUDIT_KEYS = ("source", "level", "mode", "agent", "evidence", "note", "metadata")
 CHECK_KEYS = ("source", "level", "check_id", "passed", "agent", "evidence", "detail", "metadata")
+_EVENT_KEYSET, _EVENT_KINDSET, _VISIBILITYSET = frozenset(EVENT_KEYS), frozenset(EVENT_KINDS), frozenset(VISIBILITIES)
 
 
 @dataclass(frozen=True)
@@ -123,6 +125,16 @@ class RunFormatError(ValueError):
     def to_dict(self) -> dict[str, str]:
         """Return ``{"location": ..., "message": ...}`` (the REST error shape)."""
         return {"location": self.location, "message": self.message}
+
+    def __reduce__(self):  # pickled whole (attributes included): items cross processes (read_ahead)
+        return _restore_error, (type(self), self.args, self.__dict__)
+
+
+def _restore_error(cls: type, args: tuple, state: dict) -> RunFormatError:
+    err = cls.__new__(cls)
+    err.args = args
+    err.__dict__.update(state)
+    return err
 
 
 # --------------------------------------------------------------------------- helpers
@@ -192,8 +204,8 @@ def _copy_json(value: Any) -> Any:
     if t in _SCALARS:
         return value
     if t is float:
-        if not math.isfinite(value):
-            raise _NotJSON
+        if not math.isfinite(value) or (value and not 1e-4 <= abs(value) < 1e16):
+            raise _NotJSON  # NaN / infinity (refused), or a float json and orjson write apart (noted)
         return value
     raise _NotJSON
 
@@ -204,10 +216,18 @@ def ts_order(ts_values: list[str | None]) -> list[int]:
     return sorted(range(len(keys)), key=keys.__getitem__)
 
 
+def _odd_float(value: float) -> bool:
+    """Whether `json` writes `value` with an exponent (below 1e-4 or from 1e16 up), where orjson
+    writes it otherwise (see `canonical_json_bytes`)."""
+    return bool(value) and not 1e-4 <= abs(value) < 1e16
+
+
 class _Normalizer:
     def __init__(self, location: Location | str | None) -> None:
         self.loc = as_location(location)
         self.run_id: str | None = None
+        #: a float of the run that json and orjson write differently (see `_odd_float`)
+        self.odd_floats = False
 
     def fail(self, field: str | None, message: str) -> None:
         raise RunFormatError(self.loc, message, run_id=self.run_id, field=field)
@@ -241,7 +261,10 @@ class _Normalizer:
             self.fail(path, f"must be a number or null, got {_tname(value)}")
         if not math.isfinite(value):
             self.fail(path, "must be a finite number")
-        return float(value)
+        value = float(value)
+        if _odd_float(value):
+            self.odd_floats = True
+        return value
 
     def opt_int(self, value: Any, path: str) -> int | None:
         if value is None:
@@ -302,6 +325,8 @@ class _Normalizer:
         if isinstance(value, float):
             if not math.isfinite(value):
                 self.fail(path, "must not contain NaN or infinite numbers")
+            if _odd_float(value):
+                self.odd_floats = True
             return value
         if isinstance(value, dict):
             out = {}
@@ -491,6 +516,64 @@ class _Normalizer:
         return events
 
     def event(self, raw: dict, path: str) -> dict[str, Any]:
+        fast = self.event_fast(raw)
+        return fast if fast is not None else self.event_checked(raw, path)
+
+    def event_fast(self, raw: dict) -> dict[str, Any] | None:
+        """`event_checked` for the common event (known keys only, values of the usual types),
+        with the same result; None for anything else, which `event_checked` then handles (and
+        names the problem of)."""
+        if not raw.keys() <= _EVENT_KEYSET:
+            return None
+        get = raw.get
+        kind, actor, recipients, visibility = get("kind"), get("actor"), get("recipients"), get("visibility")
+        content, ts, seq, parent, hop = get("content"), get("ts"), get("seq"), get("parent_seq"), get("hop")
+        if (type(kind) is not str or kind not in _EVENT_KINDSET or type(actor) is not str or not actor.strip()
+                or (content is not None and type(content) is not str)
+                or (seq is not None and type(seq) is not int) or (parent is not None and type(parent) is not int)
+                or (hop is not None and type(hop) is not int)):
+            return None
+        if recipients is None:
+            recipients = []
+        elif type(recipients) is str:
+            recipients = [recipients]
+        elif type(recipients) is list and all(type(r) is str for r in recipients):
+            recipients = list(recipients)
+        else:
+            return None
+        if visibility is None:
+            visibility = "shared" if recipients else "private"
+        elif type(visibility) is not str or visibility not in _VISIBILITYSET:
+            return None
+        if ts is not None:
+            if type(ts) is not str:
+                return None
+            try:
+                parse_ts(ts)
+            except ValueError:
+                return None
+        metadata = get("metadata")
+        if metadata is None:
+            metadata = {}
+        elif type(metadata) is dict:
+            try:
+                metadata = _copy_json(metadata)
+            except _NotJSON:
+                return None
+        else:
+            return None
+        if "data" in raw:
+            try:
+                data = _copy_json(raw["data"])
+            except _NotJSON:
+                return None
+        else:
+            data = {}
+        return {"seq": seq, "ts": ts, "kind": kind, "actor": actor, "recipients": recipients,
+                "visibility": visibility, "content": content, "data": data, "parent_seq": parent, "hop": hop,
+                "metadata": metadata}
+
+    def event_checked(self, raw: dict, path: str) -> dict[str, Any]:
         metadata = self.obj(raw.get("metadata"), f"{path}.metadata")
         self.merge_unknown(metadata, raw, EVENT_KEYS, f"{path}.metadata")
         kind = self.req_str(raw, "kind", f"{path}.kind")
@@ -587,6 +670,15 @@ def normalize_run(obj: Any, location: Location | str | None = None) -> dict[str,
     return _Normalizer(location).run(obj)
 
 
+def normalize_run_checked(obj: Any, location: Location | str | None = None) -> tuple[dict[str, Any], bool]:
+    """`normalize_run`, and whether every float of the run is one that json and orjson write the
+    same (no float below 1e-4 or from 1e16 up): then `canonical_json_bytes(run, plain=True)`
+    and `compact_json(value, plain=True)` of its values skip their check."""
+    n = _Normalizer(location)
+    run = n.run(obj)
+    return run, not n.odd_floats
+
+
 def canonical_json(run: dict[str, Any]) -> str:
     """Serialize a run with sorted keys and compact separators (the hashed form)."""
     return json.dumps(run, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
@@ -595,3 +687,57 @@ def canonical_json(run: dict[str, Any]) -> str:
 def content_hash(run: dict[str, Any]) -> str:
     """Return the hex sha256 of `canonical_json(run)` (pass a normalized run)."""
     return hashlib.sha256(canonical_json(run).encode("utf-8")).hexdigest()
+
+
+# --------------------------------------------------------------------------- fast encoding
+#
+# orjson writes the same bytes as `json.dumps(..., separators=(",", ":"), ensure_ascii=False)`
+# (with `sort_keys` as OPT_SORT_KEYS: both order keys by code point) for every value a
+# normalized run holds, except three cases, each of which falls back to `json` here:
+# * floats below 1e-4 or from 1e16 up: Python writes `1e-05` / `1e+16`, orjson `0.00001` / `1e16`.
+#   `_RISKY` finds every number orjson wrote as `0.0000...` or with an exponent (a string that
+#   happens to look like one only costs the fallback). That search costs as much as the
+#   encoding, so it is skipped (`plain=True`) for a run that `normalize_run_checked` found
+#   to have no such float;
+# * integers beyond 64 bits and lone surrogates: orjson refuses them (TypeError);
+# * NaN and infinities, which orjson writes as `null`: a normalized run has none (normalize_run
+#   refuses them), which is why these functions are for normalized runs only.
+# tests/ingest/test_fast_json.py checks the equality on the demo corpus, the fixtures and edge values.
+
+try:  # pragma: no cover - orjson is a declared dependency; json alone gives the same bytes
+    import orjson as _orjson
+except ImportError:  # pragma: no cover
+    _orjson = None
+
+_RISKY = re.compile(rb"(?:^|[:,\[])-?(?:0\.0000|\d(?:\.\d+)?e)")
+
+
+def canonical_json_bytes(run: dict[str, Any], plain: bool = False) -> bytes:
+    """`canonical_json(run)` encoded as UTF-8, made by orjson when that gives the same bytes
+    (`plain`: the run holds no float below 1e-4 or from 1e16 up, see `normalize_run_checked`)."""
+    if _orjson is not None:
+        try:
+            data = _orjson.dumps(run, option=_orjson.OPT_SORT_KEYS)
+        except TypeError:
+            pass
+        else:
+            if plain or _RISKY.search(data) is None:
+                return data
+    return canonical_json(run).encode("utf-8")
+
+
+def compact_json(value: Any, plain: bool = False) -> str:
+    """`json.dumps(value, ensure_ascii=False, separators=(",", ":"))` (key order kept), the text of
+    a JSON column (app.core.db.json_dumps), made by orjson when that gives the same text
+    (`plain`: as in `canonical_json_bytes`)."""
+    if not value and (type(value) is dict or type(value) is list):
+        return "{}" if type(value) is dict else "[]"
+    if _orjson is not None:
+        try:
+            data = _orjson.dumps(value)
+        except TypeError:
+            pass
+        else:
+            if plain or _RISKY.search(data) is None:
+                return data.decode("utf-8")
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))

@@ -4,7 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from app.ingest.canonical import Location, RunFormatError, normalize_run
+from app.ingest.canonical import Location, RunFormatError, normalize_run_checked
 
 
 @dataclass
@@ -25,6 +25,9 @@ class ImportItem:
     unknown_modes: dict[str, int] = field(default_factory=dict)
     #: further problems of a rejected run, beyond `error` (every problem is reported)
     more_errors: list[RunFormatError] = field(default_factory=list)
+    #: the run holds no float that json and orjson write differently (see
+    #: `app.ingest.canonical.normalize_run_checked`): the loader encodes it without checking
+    plain_floats: bool = False
 
     @property
     def ok(self) -> bool:
@@ -54,10 +57,10 @@ def item_from_raw(raw: Any, location: Location) -> ImportItem:
     """Normalize `raw` (strictly: the canonical shape is our contract); return an ImportItem
     holding the run, or the RunFormatError and, in `more_errors`, the run's other problems."""
     try:
-        run = normalize_run(raw, location)
+        run, plain = normalize_run_checked(raw, location)
     except RunFormatError as exc:
         return ImportItem(error=exc, source=str(location), more_errors=other_problems(raw, location, exc))
-    return ImportItem(run=run, source=str(location), warnings=_metadata_warnings(run, location))
+    return ImportItem(run=run, source=str(location), warnings=_metadata_warnings(run, location), plain_floats=plain)
 
 
 def _metadata_warnings(run: dict[str, Any], location: Location) -> list[dict[str, Any]]:

@@ -23,13 +23,13 @@ _AUDIT_TEXT = (("source", MAX_AUDIT_SOURCE), ("level", 40), ("mode", 40), ("agen
 _CHECK_TEXT = (("source", 200), ("level", 40), ("check_id", 200), ("agent", 200))
 
 
-def storage_problem(run: dict[str, Any], serialized: str | None = None) -> tuple[str, str] | None:
+def storage_problem(run: dict[str, Any], serialized: str | bytes | None = None) -> tuple[str, str] | None:
     """Returns ``(field, message)`` for the first value of normalized `run` the database cannot
     store (a text over its column's length, an integer beyond 32 bits, a NUL character), e.g.
     ``("events[3].hop", "1000000000000 is out of range ...")``; None when everything fits.
 
-    `serialized` (the run as JSON text, e.g. its hashed form) lets the NUL search skip runs
-    that have none."""
+    `serialized` (the run as JSON text or its UTF-8 bytes, e.g. its hashed form) lets the NUL
+    search skip runs that have none."""
     for key, limit in _RUN_TEXT:
         if (p := _too_long(run.get(key), limit, key)) is not None:
             return p
@@ -50,7 +50,7 @@ def storage_problem(run: dict[str, Any], serialized: str | None = None) -> tuple
             v = ev.get(key)
             if isinstance(v, int) and not INT_MIN <= v <= INT_MAX:
                 return f"events[{i}].{key}", f"{v} is out of range (integers from {INT_MIN} to {INT_MAX})"
-    if serialized is None or "\\u0000" in serialized:
+    if serialized is None or (b"\\u0000" if isinstance(serialized, bytes) else "\\u0000") in serialized:
         where = _nul_path(run, "")
         if where is not None:
             return where or "run", "contains a NUL character (\\u0000), which the database cannot store"
