@@ -75,7 +75,7 @@ from __future__ import annotations
 import math
 import numbers
 from dataclasses import dataclass
-from itertools import combinations
+from itertools import chain, combinations
 from typing import Any
 
 import numpy as np
@@ -260,13 +260,13 @@ def _encode_scalar_fast(rows: list, cats: list | None) -> CodedRatings | None:
 
     if not rows:
         return None
-    try:
-        arr = np.array(rows, dtype=object)
-    except (ValueError, TypeError):
-        return None
-    if arr.ndim != 2 or arr.shape[1] == 0:
-        return None
-    flat = arr.reshape(-1)
+    widths = set(map(len, rows))
+    if len(widths) != 1 or 0 in widths:
+        return None  # ragged or empty rows
+    shape = (len(rows), widths.pop())
+    # the cells as one flat object array (a collection cell stays one object: factorize refuses
+    # a list, and a tuple fails the scalar check below)
+    flat = np.fromiter(chain.from_iterable(rows), dtype=object, count=shape[0] * shape[1])
     try:
         fcodes, uniques = pd.factorize(flat, use_na_sentinel=True)
     except TypeError:  # an unhashable cell (list, dict, set): the per-cell path
@@ -285,14 +285,14 @@ def _encode_scalar_fast(rows: list, cats: list | None) -> CodedRatings | None:
         bad = [i for i, v in enumerate(uniques) if v not in pos]
         if bad:
             first = int(np.nonzero(np.isin(fcodes, bad))[0][0])
-            u, r = divmod(first, arr.shape[1])
+            u, r = divmod(first, shape[1])
             raise ValueError(f"ratings[{u}][{r}]: value {uniques[fcodes[first]]!r} is not in categories")
         domain = tuple(cats)
     else:
         domain = tuple(_sorted_values(set(uniques)))
     index = {v: i for i, v in enumerate(domain)}
     lookup = np.array([index[v] for v in uniques] + [-1], dtype=np.int64)
-    codes = lookup[np.where(fcodes < 0, len(uniques), fcodes)].reshape(arr.shape)
+    codes = lookup[np.where(fcodes < 0, len(uniques), fcodes)].reshape(shape)
     return CodedRatings(codes=codes, domain=domain, is_set=False)
 
 
