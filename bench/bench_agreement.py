@@ -148,7 +148,9 @@ def _api_rows(n_runs: int) -> list[str]:
         return r.json()
 
     body = get()
-    assert body["annotators"] == ["ann0", "ann1", "ann2"] and body["n_runs"] == n_runs, body["annotators"]
+    # runs nobody submitted are not units (at 25,000 runs a few: 5 % missing per annotator)
+    n_submitted = submissions["run_id"].nunique()
+    assert body["annotators"] == ["ann0", "ann1", "ann2"] and body["n_runs"] == n_submitted, body["n_runs"]
     first = median_time(get, setup=lambda: app.state.agreement_cache.clear())
     get()
     cached = median_time(get)

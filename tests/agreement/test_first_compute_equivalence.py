@@ -249,3 +249,22 @@ def test_compute_coded_many_equals_separate_calls(n_boot):
         one = compute_coded(c, coded, n_boot=n_boot, seed=3, clusters=clusters)
         assert many[c] == one, c
         assert not (isinstance(one.value, float) and math.isnan(one.value))
+
+
+@pytest.mark.parametrize("rows", [
+    [np.array([1, 2, 2]), np.array([2, 2, 1])],
+    [np.array([1.0, np.nan]), np.array([2.5, 1.0])],
+    [(1, None), ("a", 1)],  # mixed types: the domain sorts by type name
+    [[np.int64(3), 3], [3.0, None]],  # equal values of different types
+])
+def test_flat_cell_encoding_equals_the_per_cell_path(rows):
+    from app.agreement.coefficients import _encode_cells, _encode_scalar_fast
+
+    fast = _encode_scalar_fast(list(rows), None)
+    slow = _encode_cells(list(rows), None, False)
+    if fast is not None:
+        assert fast.domain == slow.domain and [type(v) for v in fast.domain] == [type(v) for v in slow.domain]
+        np.testing.assert_array_equal(fast.codes, slow.codes)
+    enc = encode_ratings(list(rows))
+    assert enc.domain == slow.domain
+    np.testing.assert_array_equal(enc.codes, slow.codes)
