@@ -75,7 +75,7 @@ from __future__ import annotations
 import math
 import numbers
 from dataclasses import dataclass
-from itertools import combinations
+from itertools import chain, combinations
 from typing import Any
 
 import numpy as np
@@ -93,6 +93,7 @@ __all__ = [
     "cohen_kappa",
     "compute",
     "compute_coded",
+    "compute_coded_many",
     "encode_ratings",
     "fleiss_kappa",
     "gwet_ac1",
@@ -259,13 +260,13 @@ def _encode_scalar_fast(rows: list, cats: list | None) -> CodedRatings | None:
 
     if not rows:
         return None
-    try:
-        arr = np.array(rows, dtype=object)
-    except (ValueError, TypeError):
-        return None
-    if arr.ndim != 2 or arr.shape[1] == 0:
-        return None
-    flat = arr.reshape(-1)
+    widths = set(map(len, rows))
+    if len(widths) != 1 or 0 in widths:
+        return None  # ragged or empty rows
+    shape = (len(rows), widths.pop())
+    # the cells as one flat object array (a collection cell stays one object: factorize refuses
+    # a list, and a tuple fails the scalar check below)
+    flat = np.fromiter(chain.from_iterable(rows), dtype=object, count=shape[0] * shape[1])
     try:
         fcodes, uniques = pd.factorize(flat, use_na_sentinel=True)
     except TypeError:  # an unhashable cell (list, dict, set): the per-cell path
@@ -284,14 +285,14 @@ def _encode_scalar_fast(rows: list, cats: list | None) -> CodedRatings | None:
         bad = [i for i, v in enumerate(uniques) if v not in pos]
         if bad:
             first = int(np.nonzero(np.isin(fcodes, bad))[0][0])
-            u, r = divmod(first, arr.shape[1])
+            u, r = divmod(first, shape[1])
             raise ValueError(f"ratings[{u}][{r}]: value {uniques[fcodes[first]]!r} is not in categories")
         domain = tuple(cats)
     else:
         domain = tuple(_sorted_values(set(uniques)))
     index = {v: i for i, v in enumerate(domain)}
     lookup = np.array([index[v] for v in uniques] + [-1], dtype=np.int64)
-    codes = lookup[np.where(fcodes < 0, len(uniques), fcodes)].reshape(arr.shape)
+    codes = lookup[np.where(fcodes < 0, len(uniques), fcodes)].reshape(shape)
     return CodedRatings(codes=codes, domain=domain, is_set=False)
 
 
@@ -387,6 +388,23 @@ def masi_distance(a: frozenset | set, b: frozenset | set) -> float:
     return 1.0 - inter / union * m
 
 
+def _size_table(n_sizes: int, distance: str) -> np.ndarray:
+    """The MASI or Jaccard distance of two sets of sizes ``a``, ``b`` with ``t`` common elements,
+    flat at ``(a * n_sizes + b) * n_sizes + t`` (the same float64 operations as the block path
+    of :func:`_set_distances`)."""
+    sa, sb, ii = np.meshgrid(np.arange(n_sizes, dtype=np.float64), np.arange(n_sizes, dtype=np.float64),
+                             np.arange(n_sizes, dtype=np.float64), indexing="ij")
+    un = sa + sb - ii
+    sim = np.divide(ii, un, out=np.ones(un.shape), where=un > 0)
+    if distance == "masi":
+        m = np.zeros(un.shape)
+        m[ii > 0] = 1.0 / 3.0
+        m[ii == np.minimum(sa, sb)] = 2.0 / 3.0
+        m[(sa == sb) & (ii == sa)] = 1.0
+        sim *= m
+    return (1.0 - sim).reshape(-1)
+
+
 def _set_distances(domain: tuple, distance: str) -> np.ndarray:
     """Pairwise MASI or Jaccard distances between the sets in ``domain`` (vectorised).
 
@@ -405,17 +423,7 @@ def _set_distances(domain: tuple, distance: str) -> np.ndarray:
     if n_sizes <= 64:
         # the distance depends only on (|a|, |b|, |a & b|): one table of every combination, made
         # with the same float64 operations as below, then one lookup per cell
-        sa, sb, ii = np.meshgrid(np.arange(n_sizes, dtype=np.float64), np.arange(n_sizes, dtype=np.float64),
-                                 np.arange(n_sizes, dtype=np.float64), indexing="ij")
-        un = sa + sb - ii
-        sim = np.divide(ii, un, out=np.ones(un.shape), where=un > 0)
-        if distance == "masi":
-            m = np.zeros(un.shape)
-            m[ii > 0] = 1.0 / 3.0
-            m[ii == np.minimum(sa, sb)] = 2.0 / 3.0
-            m[(sa == sb) & (ii == sa)] = 1.0
-            sim *= m
-        table = (1.0 - sim).reshape(-1)
+        table = _size_table(n_sizes, distance)
         isize = size.astype(np.int64)
         for lo in range(0, k, step):
             hi = min(k, lo + step)
@@ -526,6 +534,20 @@ def _unique_rows(codes: np.ndarray, n_values: int) -> tuple[np.ndarray, np.ndarr
     if keys is None:
         rows, inverse, counts = np.unique(codes, axis=0, return_inverse=True, return_counts=True)
         return rows, np.asarray(inverse).reshape(-1), counts
+    n, width = codes.shape
+    n_keys = n_values**width
+    if n_keys <= max(4 * n, 1 << 12):
+        # few possible rows (binary ratings of a few raters): count every key, no sort; the
+        # keys present in increasing order are np.unique's, and each decodes to its row
+        full = np.bincount(keys, minlength=n_keys)
+        present = np.flatnonzero(full)
+        slot = np.cumsum(full > 0) - 1
+        rows = np.empty((len(present), width), dtype=codes.dtype)
+        rest = present.copy()
+        for r in range(width - 1, -1, -1):
+            rows[:, r] = rest % n_values - 1
+            rest //= n_values
+        return rows, slot[keys], full[present]
     _, first, inverse, counts = np.unique(keys, return_index=True, return_inverse=True, return_counts=True)
     return codes[first], np.asarray(inverse).reshape(-1), counts
 
@@ -648,6 +670,124 @@ class _AlphaStat(_Stat):
         return 1.0 - _safe_ratio((n - 1.0) * do, de, ok)
 
 
+#: most subsets :func:`_set_alpha_point` enumerates before it leaves the work to the k x k path
+_MAX_SUBSETS = 4_000_000
+_POP16: np.ndarray | None = None
+
+
+def _popcount(x: np.ndarray) -> np.ndarray:
+    """Number of set bits of each non-negative int64."""
+    global _POP16
+    if _POP16 is None:
+        t = np.arange(1 << 16, dtype=np.int64)
+        pop = np.zeros(1 << 16, dtype=np.int64)
+        for b in range(16):
+            pop += (t >> b) & 1
+        _POP16 = pop
+    out = _POP16[x & 0xFFFF]
+    for shift in (16, 32, 48):
+        out = out + _POP16[(x >> shift) & 0xFFFF]
+    return out
+
+
+def _set_alpha_point(pat: _Patterns, domain: tuple, distance: str) -> float | None:
+    """Krippendorff's alpha with the MASI / Jaccard distance, the point value only, without the
+    k x k distance matrix of :func:`_set_distances` (the set-valued domain grows with the data:
+    4,165 distinct mode sets at 2,500 runs). Returns None when this path does not apply (more than
+    62 distinct labels, sets of more than 63 labels, too many subsets); the caller then takes the
+    :class:`_AlphaStat` path.
+
+    Every distance is ``table[|a|, |b|, |a & b|]`` (:func:`_size_table`, the values of the k x k
+    path). The observed disagreement looks the table up for the rated pairs of each pattern, with
+    the same operations as :class:`_AlphaStat` (bit for bit). The expected disagreement
+    ``sum_ij n_i n_j delta_ij`` needs, per pair of set sizes ``(a, b)``, the weighted number of
+    category pairs with ``t`` common labels, ``H[a, b, t]``: with ``f_a(T)`` the weight of the
+    categories of size ``a`` containing the subset ``T``, ``sum_{|T| = s} f_a(T) f_b(T) =
+    sum_t C(t, s) H[a, b, t]``, inverted exactly in integers. Only the sum differs in order
+    from the matrix path (equal to about 1e-15; the equivalence tests compare them)."""
+    k = len(domain)
+    universe: dict = {}
+    members = [universe.setdefault(e, len(universe)) for s_ in domain for e in s_]
+    if len(universe) > 62 or k == 0:
+        return None
+    sizes = np.fromiter(map(len, domain), dtype=np.int64, count=k)
+    masks = np.zeros(k, dtype=np.int64)
+    np.bitwise_or.at(masks, np.repeat(np.arange(k), sizes), np.left_shift(1, np.array(members, dtype=np.int64)))
+    n_sizes = int(sizes.max()) + 1
+    if n_sizes > 64:
+        return None
+    rows = pat.rows
+    rated = rows >= 0
+    n_r = rows.shape[1]
+    counts = pat.counts.astype(np.float64)
+    nc = np.bincount(rows[rated], weights=np.broadcast_to(counts[:, None], rows.shape)[rated], minlength=k)
+    live = np.nonzero(nc > 0)[0]
+    if int((2.0 ** sizes[live]).sum()) > _MAX_SUBSETS:
+        return None
+    total = float(nc.sum())
+    if total * total * 2.0 ** (n_sizes - 1) >= 2.0**52:  # the integer sums below must stay exact
+        return None
+    table = _size_table(n_sizes, distance)
+
+    # observed: as _AlphaStat.__init__ and __call__
+    m = rated.sum(axis=1).astype(np.float64)
+    inv = 1.0 / np.maximum(m - 1.0, 1.0)
+    d = np.zeros(len(rows))
+    for r, s_ in combinations(range(n_r), 2):
+        both = rated[:, r] & rated[:, s_]
+        a, b = rows[both, r], rows[both, s_]
+        d[both] += 2.0 * table[(sizes[a] * n_sizes + sizes[b]) * n_sizes + _popcount(masks[a] & masks[b])]
+    w = counts[None, :]
+    do = w @ (d * inv)
+    n = nc[None, :].sum(axis=1)
+
+    # expected: every subset T of every live category, with its owner and size
+    n_sub = int((np.int64(1) << sizes[live]).sum())
+    bits = np.zeros((k, n_sizes), dtype=np.int64)  # bits[i, j]: the j-th lowest bit of masks[i]
+    rest = masks.copy()
+    for j in range(n_sizes - 1):
+        bits[:, j] = rest & -rest
+        rest ^= bits[:, j]
+    owner = np.empty(n_sub, dtype=np.int64)
+    sub = np.zeros(n_sub, dtype=np.int64)
+    sub_size = np.zeros(n_sub, dtype=np.int64)
+    owner[: len(live)] = live
+    filled = len(live)
+    for j in range(n_sizes - 1):
+        ext = np.flatnonzero(sizes[owner[:filled]] > j)
+        end = filled + len(ext)
+        owner[filled:end] = owner[ext]
+        sub[filled:end] = sub[ext] | bits[owner[ext], j]
+        sub_size[filled:end] = sub_size[ext] + 1
+        filled = end
+    if len(universe) <= 24:  # distinct subsets by their mask as an index (no sort)
+        seen = np.zeros(1 << len(universe), dtype=np.int64)
+        seen[sub] = 1
+        slot = np.cumsum(seen) - 1
+        n_t = int(seen.sum())
+        t_inv = slot[sub]
+    else:
+        subsets, t_inv = np.unique(sub, return_inverse=True)
+        t_inv = np.asarray(t_inv).reshape(-1)
+        n_t = len(subsets)
+    f = np.bincount(t_inv * n_sizes + sizes[owner], weights=nc[owner],
+                    minlength=n_t * n_sizes).reshape(n_t, n_sizes)
+    t_size = np.zeros(n_t, dtype=np.int64)
+    t_size[t_inv] = sub_size
+    e_sum = np.zeros((n_sizes, n_sizes, n_sizes), dtype=np.int64)  # [a, b, s]
+    for s_ in range(n_sizes):
+        ft = f[t_size == s_]
+        if len(ft):
+            e_sum[:, :, s_] = np.rint(ft.T @ ft).astype(np.int64)
+    h = np.zeros_like(e_sum)  # [a, b, t]: weighted category pairs with t common labels
+    for t in range(n_sizes):
+        for s_ in range(t, n_sizes):
+            h[:, :, t] += (-1) ** (s_ - t) * math.comb(s_, t) * e_sum[:, :, s_]
+    de = np.array([(h.reshape(-1).astype(np.float64) * table).sum()])
+    ok = de > _EPS * np.maximum(n, 1.0) ** 2
+    return float((1.0 - _safe_ratio((n - 1.0) * do, de, ok))[0])
+
+
 class _PairKappaStat(_Stat):
     """Cohen's kappa for every rater pair; ``pair_values`` -> (b, Q), ``__call__`` -> pair mean."""
 
@@ -729,7 +869,7 @@ def _cluster_weights(pat: _Patterns, clusters: np.ndarray) -> tuple[np.ndarray, 
 
 
 def _finish(
-    stat: _Stat,
+    stat: _Stat | None,
     pat: _Patterns,
     point: float,
     n_units: int,
@@ -800,6 +940,28 @@ def _no_variation(codes: np.ndarray) -> bool:
     return vals.size == 0 or bool((vals == vals[0]).all())
 
 
+class _Shared:
+    """What every coefficient of one coded matrix computes alike (rated counts per unit, the
+    patterns of the pairable and of the rated units), computed once for
+    :func:`compute_coded_many`."""
+
+    def __init__(self, codes: np.ndarray, k: int) -> None:
+        self.codes = codes
+        self.k = k
+        self.m = (codes >= 0).sum(axis=1)
+        self._pats: dict[int, _Patterns] = {}
+
+    def fits(self, codes: np.ndarray, k: int) -> bool:
+        return codes is self.codes and k == self.k
+
+    def patterns(self, at_least: int) -> _Patterns:
+        """The patterns of the units with at least ``at_least`` ratings."""
+        pat = self._pats.get(at_least)
+        if pat is None:
+            pat = self._pats[at_least] = _patterns(self.codes[self.m >= at_least], self.k)
+        return pat
+
+
 def compute_coded(
     coefficient: str,
     coded: CodedRatings,
@@ -811,6 +973,7 @@ def compute_coded(
     seed: int = 0,
     confidence: float = 0.95,
     clusters: np.ndarray | None = None,
+    _shared: _Shared | None = None,
 ) -> AgreementResult:
     """Like :func:`compute`, on an already coded matrix (see :func:`encode_ratings`).
 
@@ -827,7 +990,8 @@ def compute_coded(
     codes = coded.codes
     cl = _check_clusters(clusters, len(codes))
     k = len(coded.domain)
-    m = (codes >= 0).sum(axis=1)
+    memo = _shared if _shared is not None and _shared.fits(codes, k) else _Shared(codes, k)
+    m = memo.m
     pairable = m >= 2
     n_pairable = int(pairable.sum())
     reason = _empty_reason(coded, m)
@@ -836,14 +1000,15 @@ def compute_coded(
         if reason is not None:
             return AgreementResult(None, n_pairable, None, reason)
         res = pairwise_cohen_coded(
-            coded, weights=weights, n_boot=n_boot, seed=seed, confidence=confidence, clusters=clusters
+            coded, weights=weights, n_boot=n_boot, seed=seed, confidence=confidence, clusters=clusters,
+            _shared=memo,
         )
         return res["mean_result"]
     if reason is not None:
         return AgreementResult(None, n_pairable, None, reason)
 
     if coefficient == "percent":
-        pat = _patterns(codes[pairable], k)
+        pat = memo.patterns(2)
         stat: _Stat = _PercentStat(pat)
         return _finish(
             stat, pat, _point(stat, pat), n_pairable, None, n_boot, seed, confidence, _sub(cl, pairable)
@@ -852,7 +1017,7 @@ def compute_coded(
     if coefficient in ("fleiss_kappa", "gwet_ac1"):
         if coefficient == "gwet_ac1" and k < 2:
             return AgreementResult(None, n_pairable, None, R_ONE_CATEGORY)
-        pat = _patterns(codes[m >= 1], k)
+        pat = memo.patterns(1)
         stat = _ChanceStat(pat, "fleiss" if coefficient == "fleiss_kappa" else "ac1")
         point = _point(stat, pat)
         why = R_NO_VARIATION if _no_variation(codes[m >= 1]) else None
@@ -862,7 +1027,11 @@ def compute_coded(
     sub = codes[pairable]
     if _no_variation(sub):
         return AgreementResult(None, n_pairable, None, R_NO_VARIATION)
-    pat = _patterns(sub, k)
+    pat = memo.patterns(2)
+    if distance is not None and n_boot == 0:
+        point = _set_alpha_point(pat, coded.domain, distance)
+        if point is not None:
+            return _finish(None, pat, point, n_pairable, None, 0, seed, confidence)
     if level == "ordinal" and distance is None:
         stat = _AlphaStat(pat, None)
     else:
@@ -873,6 +1042,14 @@ def compute_coded(
     return _finish(stat, pat, point, n_pairable, None, n_boot, seed, confidence, _sub(cl, pairable))
 
 
+def compute_coded_many(coefficients: Any, coded: CodedRatings, **kw: Any) -> dict[str, AgreementResult]:
+    """:func:`compute_coded` of each of ``coefficients`` on ``coded`` with the same keywords; the
+    per-unit counts and the rating patterns are computed once for all of them (the results are
+    those of separate calls)."""
+    shared = _Shared(coded.codes, len(coded.domain))
+    return {c: compute_coded(c, coded, _shared=shared, **kw) for c in coefficients}
+
+
 def pairwise_cohen_coded(
     coded: CodedRatings,
     *,
@@ -881,6 +1058,7 @@ def pairwise_cohen_coded(
     seed: int = 0,
     confidence: float = 0.95,
     clusters: np.ndarray | None = None,
+    _shared: _Shared | None = None,
 ) -> dict[str, Any]:
     """Pairwise Cohen's kappa on a coded matrix.
 
@@ -896,7 +1074,8 @@ def pairwise_cohen_coded(
     cl = _check_clusters(clusters, len(codes))
     n_r = coded.n_raters
     k = len(coded.domain)
-    m = (codes >= 0).sum(axis=1)
+    memo = _shared if _shared is not None and _shared.fits(codes, k) else _Shared(codes, k)
+    m = memo.m
     pairable = m >= 2
     n_pairable = int(pairable.sum())
     matrix: list[list[float | None]] = [[None] * n_r for _ in range(n_r)]
@@ -913,7 +1092,7 @@ def pairwise_cohen_coded(
             "mean_result": mean,
         }
     pairs = list(combinations(range(n_r), 2))
-    pat = _patterns(codes[pairable], k)
+    pat = memo.patterns(2)
     stat = _PairKappaStat(pat, pairs, _kappa_disagreement(k, weights))
     vals, nn = stat.pair_values(pat.counts[None, :].astype(np.float64))
     for qi, (i, j) in enumerate(pairs):

@@ -17,13 +17,15 @@ Every payload function returns plain JSON-ready dicts (NaN never appears).
 """
 from __future__ import annotations
 
+import json
+import re
 from dataclasses import dataclass, field
-from itertools import combinations
+from itertools import chain, combinations
 from typing import Any
 
 import numpy as np
 import pandas as pd
-from sqlalchemy import select
+from sqlalchemy import Text, cast, select
 from sqlmodel import Session
 
 from app.agreement.coefficients import CodedRatings, pairwise_cohen_coded
@@ -160,14 +162,87 @@ def _resolve_taxonomy(session: Session, ref: str | None) -> Taxonomy:
 # loading
 
 
+_INT_ARRAY = r"\[(?:-?\d+(?:, ?-?\d+)*)?\]"
+#: texts that are JSON arrays of integers, joined by NUL (which valid JSON never holds raw)
+_INT_ARRAYS = re.compile(f"{_INT_ARRAY}(?:\x00{_INT_ARRAY})*")
+
+
+def _json_values(texts: list[str | None]) -> list:
+    """``json.loads`` of each text (None for SQL NULL); in one call when every text is a plain
+    JSON array of integers (the stored evidence), else one call per text."""
+    if not texts:
+        return []
+    if all(type(t) is str for t in texts):
+        joined = "\x00".join(texts)
+        if _INT_ARRAYS.fullmatch(joined):
+            try:
+                values = json.loads("[" + joined.replace("\x00", ",") + "]")
+            except ValueError:  # e.g. a leading zero: the per-text path raises as before
+                values = None
+            if values is not None and len(values) == len(texts):
+                return values
+    return [None if t is None else json.loads(t) for t in texts]
+
+
+def _seq_sets(values: list) -> list[list[int]]:
+    """``sorted({int(s) for s in (v or [])})`` of each decoded evidence value; a list of ints that
+    is already strictly increasing is kept as it is (the same list), checked for all at once."""
+    out = list(values)
+    if not values:
+        return out
+    plain = all(type(v) is list for v in values)
+    if plain:
+        flat = list(chain.from_iterable(values))
+        plain = all(type(x) is int for x in flat)
+    if plain:
+        try:
+            seqs = np.array(flat, dtype=np.int64)
+        except OverflowError:
+            plain = False
+    if not plain:
+        return [sorted({int(s) for s in (v or [])}) for v in values]
+    lengths = np.fromiter(map(len, values), dtype=np.int64, count=len(values))
+    ends = np.cumsum(lengths)
+    bad_step = np.flatnonzero(seqs[1:] <= seqs[:-1]) + 1  # flat positions p with seqs[p] <= seqs[p - 1]
+    label_of = np.searchsorted(ends, bad_step, side="right")  # the value holding position p
+    starts = ends - lengths
+    for i in np.unique(label_of[bad_step != starts[label_of]]):  # both positions in one value
+        v = values[int(i)]
+        out[int(i)] = sorted({int(s) for s in v})
+    return out
+
+
+def _rows(session: Session, stmt: Any) -> list[tuple]:
+    """All rows of a Core statement on the session's connection, as the driver's tuples: no ORM
+    loading and no Row objects (the statements select integers and text only, which need no
+    result processing; JSON columns are cast to text)."""
+    if session.autoflush:
+        session.flush()
+    result = session.connection().execute(stmt)
+    try:
+        cursor = getattr(result, "cursor", None)
+        return cursor.fetchall() if cursor is not None else [tuple(r) for r in result.all()]
+    finally:
+        result.close()
+
+
+def _frame(columns: dict[str, list], names: tuple[str, ...]) -> pd.DataFrame:
+    """The frame ``pd.DataFrame(rows, columns=names)`` of the rows these columns hold."""
+    if not columns[names[0]]:
+        return pd.DataFrame([], columns=list(names))
+    return pd.DataFrame({c: columns[c] for c in names}, columns=list(names))
+
+
 def _run_families(session: Session) -> dict[int, tuple[str, str | None]]:
     """run pk -> (run_id, family), the run's own scenario object winning."""
     out = {}
-    for pk, run_id, fam, override in session.execute(
-        select(Run.id, Run.run_id, Scenario.family, Run.scenario_override).join(Scenario, Scenario.id == Run.scenario_id)
-    ):
-        if override:
-            fam = override.get("family", fam)
+    for pk, run_id, fam, override in _rows(session, select(
+            Run.id, Run.run_id, Scenario.family, cast(Run.scenario_override, Text))
+            .join(Scenario, Scenario.id == Run.scenario_id)):
+        if override is not None and override != "null":
+            override = json.loads(override)
+            if override:
+                fam = override.get("family", fam)
         out[pk] = (run_id, fam)
     return out
 
@@ -177,7 +252,11 @@ def load_agreement_data(session: Session, *, taxonomy: str | None = None, family
     """Returns the :class:`AgreementData` of the submitted annotations under the taxonomy version
     ``taxonomy`` (default the latest a2-failures), of runs of ``family`` (all when None), by
     ``annotators`` (comma list or list of user names; all humans when None) plus judges when
-    ``include_judges``.  Raises :class:`AgreementError` for an unknown taxonomy or annotator."""
+    ``include_judges``.  Raises :class:`AgreementError` for an unknown taxonomy or annotator.
+
+    One query per table read (runs with their scenarios, users, submitted annotations, their
+    labels, agents, gold runs, gold labels); JSON columns are read as text and the evidence
+    decoded in one call."""
     from app.taxonomies.service import mode_category, mode_codes
 
     tax = _resolve_taxonomy(session, taxonomy)
@@ -185,8 +264,9 @@ def load_agreement_data(session: Session, *, taxonomy: str | None = None, family
     modes = mode_codes(tax)
     family = family.strip() if isinstance(family, str) and family.strip() else None
     wanted = parse_annotators(annotators)
+    users = {uid: (name, kind) for uid, name, kind in _rows(session, select(User.id, User.username, User.kind))}
     if wanted is not None:
-        found = set(session.execute(select(User.username).where(User.username.in_(wanted))).scalars())
+        found = {name for name, _ in users.values()}
         missing = [n for n in wanted if n not in found]
         if missing:
             raise AgreementError("annotators", f"unknown annotator {missing[0]!r}")
@@ -198,52 +278,69 @@ def load_agreement_data(session: Session, *, taxonomy: str | None = None, family
             return name in wanted
         return kind == "human" or include_judges
 
+    kept_users = {uid: (name, "judge" if kind == "judge" else "human")
+                  for uid, (name, kind) in users.items() if keep_user(name, kind)}
+    # annotation id -> (annotator, kind, run_id) of the kept submitted annotations
+    kept: dict[int, tuple[str, str, str]] = {}
     kinds: dict[str, str] = {}
     sub_rows: list[tuple] = []
-    for pk, name, kind in session.execute(
-        select(Annotation.run_pk, User.username, User.kind).join(User, User.id == Annotation.user_id)
-        .where(Annotation.taxonomy_pk == tax.id, Annotation.status == "submitted")
-    ):
-        if pk in runs and keep_user(name, kind):
-            kind = "judge" if kind == "judge" else "human"
-            kinds[name] = kind
-            sub_rows.append((name, kind, runs[pk]))
-    label_rows: list[tuple] = []
-    attribution_rows: list[tuple] = []
-    for pk, name, kind, mode, agent, evidence in session.execute(
-        select(Annotation.run_pk, User.username, User.kind, Label.mode, Label.agent, Label.evidence)
-        .join(Annotation, Annotation.id == Label.annotation_id).join(User, User.id == Annotation.user_id)
-        .where(Annotation.taxonomy_pk == tax.id, Annotation.status == "submitted").order_by(Label.id)
-    ):
-        if pk in runs and keep_user(name, kind) and mode in cats:
-            label_rows.append((name, "judge" if kind == "judge" else "human", runs[pk], mode, cats[mode],
-                               agent or None, sorted({int(s) for s in (evidence or [])})))
-        elif pk in runs and keep_user(name, kind) and mode is None:
-            attribution_rows.append((name, "judge" if kind == "judge" else "human", runs[pk], agent or None,
-                                     sorted({int(s) for s in (evidence or [])})))
-    agent_rows = [(runs[pk], aid) for pk, aid in session.execute(
-        select(Agent.run_pk, Agent.agent_id).order_by(Agent.run_pk, Agent.position)) if pk in runs]
-    gold_runs = sorted({runs[pk] for (pk,) in session.execute(
-        select(GoldRun.run_pk).where(GoldRun.taxonomy_pk == tax.id, GoldRun.status == "adjudicated"))
-        if pk in runs})
-    gold_rows = [
-        (runs[pk], mode, agent or None, sorted({int(s) for s in (ev or [])}), origin)
-        for pk, mode, agent, ev, origin in session.execute(
-            select(GoldRun.run_pk, GoldLabel.mode, GoldLabel.agent, GoldLabel.evidence, GoldLabel.origin)
-            .join(GoldRun, GoldRun.id == GoldLabel.gold_run_id)
-            .where(GoldRun.taxonomy_pk == tax.id, GoldRun.status == "adjudicated", GoldLabel.accepted.is_(True))
-            .order_by(GoldLabel.id))
-        if pk in runs and mode in cats
-    ]
+    for aid, pk, uid in _rows(session, select(Annotation.id, Annotation.run_pk, Annotation.user_id)
+                              .where(Annotation.taxonomy_pk == tax.id, Annotation.status == "submitted")
+                              .order_by(Annotation.id)):
+        user = kept_users.get(uid)
+        if user is not None and pk in runs:
+            kinds[user[0]] = user[1]
+            kept[aid] = row = (user[0], user[1], runs[pk])
+            sub_rows.append(row)
+    # the labels, column by column (no tuple per label)
+    lab: dict[str, list] = {c: [] for c in LABEL_COLUMNS}
+    att: dict[str, list] = {c: [] for c in ATTRIBUTION_COLUMNS}
+    lab_texts: list[str | None] = []
+    att_texts: list[str | None] = []
+    for aid, mode, agent, evidence in _rows(session, select(
+            Label.annotation_id, Label.mode, Label.agent, cast(Label.evidence, Text))
+            .where(Label.annotation_id.in_(select(Annotation.id).where(
+                Annotation.taxonomy_pk == tax.id, Annotation.status == "submitted")))
+            .order_by(Label.id)):
+        owner = kept.get(aid)
+        if owner is None:
+            continue
+        if mode in cats:
+            cols, texts = lab, lab_texts
+            cols["mode"].append(mode)
+            cols["category"].append(cats[mode])
+        elif mode is None:
+            cols, texts = att, att_texts
+        else:
+            continue
+        cols["annotator"].append(owner[0])
+        cols["kind"].append(owner[1])
+        cols["run_id"].append(owner[2])
+        cols["agent"].append(agent or None)
+        texts.append(evidence)
+    lab["evidence"] = _seq_sets(_json_values(lab_texts))
+    att["evidence"] = _seq_sets(_json_values(att_texts))
+    agent_rows = [(runs[pk], aid) for pk, aid in _rows(session, select(Agent.run_pk, Agent.agent_id)
+                                                       .order_by(Agent.run_pk, Agent.position)) if pk in runs]
+    gold_runs = sorted({runs[pk] for (pk,) in _rows(session, select(GoldRun.run_pk).where(
+        GoldRun.taxonomy_pk == tax.id, GoldRun.status == "adjudicated")) if pk in runs})
+    gold_keep = [(pk, mode, agent, ev, origin) for pk, mode, agent, ev, origin in _rows(session, select(
+        GoldRun.run_pk, GoldLabel.mode, GoldLabel.agent, cast(GoldLabel.evidence, Text), GoldLabel.origin)
+        .join(GoldRun, GoldRun.id == GoldLabel.gold_run_id)
+        .where(GoldRun.taxonomy_pk == tax.id, GoldRun.status == "adjudicated", GoldLabel.accepted.is_(True))
+        .order_by(GoldLabel.id)) if pk in runs and mode in cats]
+    gold_ev = _seq_sets(_json_values([r[3] for r in gold_keep]))
+    gold_rows = [(runs[pk], mode, agent or None, ev, origin)
+                 for (pk, mode, agent, _, origin), ev in zip(gold_keep, gold_ev)]
     return AgreementData(
         taxonomy=tax, modes=modes, mode_category=cats,
-        labels=pd.DataFrame(label_rows, columns=list(LABEL_COLUMNS)),
+        labels=_frame(lab, LABEL_COLUMNS),
         submissions=pd.DataFrame(sorted(set(sub_rows)), columns=["annotator", "kind", "run_id"]),
         agents=pd.DataFrame(agent_rows, columns=["run_id", "agent_id"]),
         gold_labels=pd.DataFrame(gold_rows, columns=["run_id", "mode", "agent", "evidence", "origin"]),
         gold_runs=gold_runs, kinds=kinds, family=family, include_judges=bool(include_judges),
         annotators_filter=wanted,
-        attributions=pd.DataFrame(attribution_rows, columns=list(ATTRIBUTION_COLUMNS)),
+        attributions=_frame(att, ATTRIBUTION_COLUMNS),
     )
 
 

@@ -49,13 +49,20 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from itertools import combinations
+from itertools import combinations, compress
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from .coefficients import COEFFICIENTS, AgreementResult, CodedRatings, compute_coded, pairwise_cohen_coded
+from .coefficients import (
+    COEFFICIENTS,
+    AgreementResult,
+    CodedRatings,
+    compute_coded,
+    compute_coded_many,
+    pairwise_cohen_coded,
+)
 
 __all__ = [
     "PARADOX_HIGH",
@@ -157,6 +164,18 @@ def _as_set(x: Any) -> frozenset:
 
 
 def _submitted_labels(labels: pd.DataFrame, submissions: pd.DataFrame) -> tuple[pd.DataFrame, int]:
+    """(the labels of submitted (annotator, run) pairs, how many others there were)."""
+    cols = (labels["annotator"], labels["run_id"], submissions["annotator"], submissions["run_id"])
+    if all(pd.api.types.infer_dtype(c, skipna=False) == "string" for c in cols):
+        # strings only: the pairs as integer keys over the submitted values (what the
+        # MultiIndex below does, without building one)
+        ann_ix = pd.Index(pd.unique(submissions["annotator"]))
+        run_ix = pd.Index(pd.unique(submissions["run_id"]))
+        sub_key = ann_ix.get_indexer(submissions["annotator"]) * len(run_ix) + run_ix.get_indexer(
+            submissions["run_id"])
+        la, lr = ann_ix.get_indexer(labels["annotator"]), run_ix.get_indexer(labels["run_id"])
+        keep = (la >= 0) & (lr >= 0) & np.isin(la * len(run_ix) + lr, sub_key)
+        return labels.loc[keep], int((~keep).sum())
     subs = submissions[["annotator", "run_id"]].drop_duplicates()
     keys = pd.MultiIndex.from_frame(subs)
     lab_keys = pd.MultiIndex.from_frame(labels[["annotator", "run_id"]])
@@ -309,7 +328,7 @@ def mode_sets(mx: LabelMatrices) -> CodedRatings:
         else:
             rows, inverse = np.unique(present, axis=0, return_inverse=True)
         codes[~missing] = np.asarray(inverse).reshape(-1)
-        domain = tuple(frozenset(mx.modes[j] for j in np.nonzero(r)[0]) for r in rows)
+        domain = tuple(frozenset(compress(mx.modes, r)) for r in rows.tolist())
     else:
         domain = ()
     return CodedRatings(codes.reshape(n_u, n_a), domain, True)
@@ -338,11 +357,10 @@ def _row(
         "n_units": int(((coded.codes >= 0).sum(axis=1) >= 2).sum()),
         "prevalence": prevalence,
     }
-    results: dict[str, AgreementResult] = {}
+    results: dict[str, AgreementResult] = compute_coded_many(
+        coefficients, coded, n_boot=n_boot, seed=seed, confidence=confidence, clusters=clusters
+    )
     for c in coefficients:
-        results[c] = compute_coded(
-            c, coded, n_boot=n_boot, seed=seed, confidence=confidence, clusters=clusters
-        )
         out[c] = results[c].to_dict()
     pct = results.get("percent") or compute_coded("percent", coded, n_boot=0)
     kap = results.get("fleiss_kappa") or compute_coded("fleiss_kappa", coded, n_boot=0)
@@ -392,7 +410,151 @@ def _label_groups(labels: pd.DataFrame) -> dict[tuple, dict[Any, tuple[set, set]
     return out  # plain sets: compared and combined like frozensets, without copying them
 
 
+def _codes_or_none(col: Any, kinds: tuple[str, ...], skipna: bool = False) -> tuple[np.ndarray, pd.Index] | None:
+    """(codes in first-appearance order, uniques) of a column whose inferred type is one of
+    ``kinds`` (equality is then plain ``==``, as for the dict keys of the loop path), else None."""
+    if pd.api.types.infer_dtype(col, skipna=skipna) not in kinds:
+        return None
+    codes, uniques = pd.factorize(np.asarray(col, dtype=object) if not isinstance(col, pd.Series) else col,
+                                  use_na_sentinel=True)
+    return np.asarray(codes, dtype=np.int64), pd.Index(uniques)
+
+
+def _within_group_pairs(group: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Every (i, j), i < j, of positions with the same value of the sorted array ``group``,
+    ordered by i then j."""
+    left, right = [], []
+    d = 1
+    while d < len(group):
+        same = np.flatnonzero(group[d:] == group[:-d])
+        if not len(same):
+            break  # groups are runs of equal values: no pair at offset d, none further
+        left.append(same)
+        right.append(same + d)
+        d += 1
+    if not left:
+        return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64)
+    i, j = np.concatenate(left), np.concatenate(right)
+    order = np.lexsort((j, i))
+    return i[order], j[order]
+
+
+def _common_counts(pos: np.ndarray, item: np.ndarray, pa: np.ndarray, pb: np.ndarray, n_pos: int) -> np.ndarray:
+    """For the (group, annotator) positions ``pos`` holding ``item`` (deduplicated; the items are
+    unique to a group), the number of items positions ``pa[q]`` and ``pb[q]`` have in common."""
+    order = np.lexsort((pos, item))
+    i, j = _within_group_pairs(item[order])
+    a, b = pos[order][i], pos[order][j]
+    common = np.unique(np.minimum(a, b) * n_pos + np.maximum(a, b), return_counts=True)
+    key = pa * n_pos + pb
+    at = np.searchsorted(common[0], key)
+    at_ok = np.minimum(at, max(len(common[0]) - 1, 0))
+    hit = (at < len(common[0])) & (common[0][at_ok] == key) if len(common[0]) else np.zeros(len(key), dtype=bool)
+    return np.where(hit, common[1][at_ok] if len(common[0]) else 0, 0)
+
+
+def _blame_and_evidence_fast(labels: pd.DataFrame) -> tuple[list, int, int, int, int] | None:
+    """The counts of :func:`_blame_and_evidence` (``jaccards`` in the loop's order, ``same``,
+    ``attributed``, ``unattributed``, ``no_evidence``), vectorised, for labels whose run ids,
+    modes and annotators are all strings (or all integers), agents strings or missing, evidence
+    lists of integers or missing; None for anything else (the loop path decides)."""
+    n = len(labels)
+    if n == 0:
+        return None
+    run = _codes_or_none(labels["run_id"], ("string", "integer"))
+    mode = _codes_or_none(labels["mode"], ("string", "integer"))
+    ann = _codes_or_none(labels["annotator"], ("string", "integer"))
+    if run is None or mode is None or ann is None:
+        return None
+    if "agent" in labels.columns:
+        agent = _codes_or_none(labels["agent"], ("string", "empty"), skipna=True)
+        if agent is None:
+            return None
+        missing = labels["agent"][agent[0] < 0].tolist()
+        if not all(x is None or (type(x) is float and math.isnan(x)) for x in missing):
+            return None  # pd.NA and the like: the loop path decides
+        agent_codes = agent[0]
+    else:
+        agent_codes = np.full(n, -1, dtype=np.int64)
+    lengths = np.zeros(n, dtype=np.int64)
+    flat: list = []
+    if "evidence" in labels.columns:
+        for i, ev in enumerate(labels["evidence"].tolist()):
+            if type(ev) is list:
+                lengths[i] = len(ev)
+                flat.extend(ev)
+            elif not (ev is None or (type(ev) is float and math.isnan(ev))):
+                return None
+    try:
+        seqs = np.array(flat) if flat else np.empty(0, dtype=np.int64)
+    except (OverflowError, ValueError, TypeError):
+        return None
+    if seqs.dtype.kind != "i" or seqs.ndim != 1:
+        return None
+    try:
+        ann_order = sorted(ann[1].tolist())
+    except TypeError:
+        return None
+    rank = pd.Index(ann_order).get_indexer(ann[1])
+    n_ann = len(ann_order)
+    group, _ = pd.factorize(run[0] * max(len(mode[1]), 1) + mode[0])  # (run, mode) by first appearance
+    cell = np.asarray(group, dtype=np.int64) * n_ann + rank[ann[0]]
+    cells, cell_of_label = np.unique(cell, return_inverse=True)  # sorted by (group, annotator rank)
+    cell_of_label = np.asarray(cell_of_label).reshape(-1)
+    n_pos = len(cells)
+    pa, pb = _within_group_pairs(cells // n_ann)
+    if not len(pa):
+        return [], 0, 0, 0, 0
+
+    grp = cells // n_ann
+
+    def sets(owner: np.ndarray, local: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(size of each cell's set, common items of each pair) for the items ``local`` (codes,
+        -1 for none) of the cells ``owner``."""
+        keep = local >= 0
+        if not keep.any():
+            return np.zeros(n_pos, dtype=np.int64), np.zeros(len(pa), dtype=np.int64)
+        width = int(local.max()) + 1
+        u = np.unique(owner[keep] * width + local[keep])  # a set per cell: no duplicates
+        own = u // width
+        item = grp[own] * width + u % width  # items of different groups never meet
+        return np.bincount(own, minlength=n_pos), _common_counts(own, item, pa, pb, n_pos)
+
+    ag_size, ag_common = sets(cell_of_label, agent_codes)
+    seq_codes = np.asarray(pd.factorize(seqs)[0], dtype=np.int64) if len(seqs) else np.empty(0, dtype=np.int64)
+    ev_size, ev_common = sets(np.repeat(cell_of_label, lengths), seq_codes)
+
+    attributed_mask = (ag_size[pa] > 0) & (ag_size[pb] > 0)
+    same = int((attributed_mask & (ag_common == ag_size[pa]) & (ag_common == ag_size[pb])).sum())
+    attributed = int(attributed_mask.sum())
+    union = ev_size[pa] + ev_size[pb] - ev_common
+    has = union > 0
+    jac = (ev_common[has] / union[has]).tolist()
+    return jac, same, attributed, len(pa) - attributed, int((~has).sum())
+
+
 def _blame_and_evidence(labels: pd.DataFrame) -> tuple[dict[str, Any], dict[str, Any]]:
+    fast = _blame_and_evidence_fast(labels)
+    if fast is not None:
+        jac, same, attributed, unattributed, no_ev = fast
+    else:
+        jac, same, attributed, unattributed, no_ev = _blame_and_evidence_loop(labels)
+    blame = {
+        "n_pairs": attributed,
+        "n_same_agent": same,
+        "proportion": _f(same / attributed) if attributed else None,
+        "n_pairs_unattributed": unattributed,
+    }
+    evidence = {
+        "n_pairs": len(jac),
+        "mean_jaccard": _f(np.mean(jac)) if jac else None,
+        "n_pairs_without_evidence": no_ev,
+    }
+    return blame, evidence
+
+
+def _blame_and_evidence_loop(labels: pd.DataFrame) -> tuple[list, int, int, int, int]:
+    """The counts of :func:`_blame_and_evidence` by a loop over :func:`_label_groups` (any input)."""
     same = attributed = unattributed = 0
     jac: list[float] = []
     no_ev = 0
@@ -411,18 +573,7 @@ def _blame_and_evidence(labels: pd.DataFrame) -> tuple[dict[str, Any], dict[str,
                 jac.append(len(ev_a & ev_b) / len(union))
             else:
                 no_ev += 1
-    blame = {
-        "n_pairs": attributed,
-        "n_same_agent": same,
-        "proportion": _f(same / attributed) if attributed else None,
-        "n_pairs_unattributed": unattributed,
-    }
-    evidence = {
-        "n_pairs": len(jac),
-        "mean_jaccard": _f(np.mean(jac)) if jac else None,
-        "n_pairs_without_evidence": no_ev,
-    }
-    return blame, evidence
+    return jac, same, attributed, unattributed, no_ev
 
 
 def agreement_report(
