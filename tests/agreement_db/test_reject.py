@@ -212,3 +212,20 @@ def test_reject_from_the_page_and_the_fragment(world):
     assert f'value="{token}"' in d["panel_html"]  # its forms carry the session's CSRF token
     login(client, "a")
     assert client.get("/adjudicate/r1", params={"fragment": "1"}).status_code == 403  # reviewers only
+
+
+def test_dataset_card_counts_only_accepted_gold_labels_by_origin(tmp_path):
+    """The Hugging Face card's provenance: rejected rows (accepted false) are listed as not gold,
+    not counted among the gold labels by origin."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from app.exports.hf import SHARD, _provenance
+
+    d = tmp_path / "gold_labels"
+    d.mkdir()
+    pq.write_table(pa.table({"taxonomy": ["a2-failures@1"] * 4, "origin": ["majority", "adjudication", "unanimity", None],
+                             "gold_status": ["adjudicated", "adjudicated", "open", "open"],
+                             "accepted": [True, False, False, None]}), d / SHARD)
+    gold = _provenance(tmp_path)["gold_labels"]
+    assert gold == {"by_origin": {"majority": 1}, "adjudicated_rows": 2, "not_gold_rows": 2, "total_rows": 4}
