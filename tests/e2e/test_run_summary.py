@@ -6,7 +6,15 @@ from __future__ import annotations
 
 import pytest
 
-from tests.e2e.live import LiveServer, add_annotator, launch_browser, load_runs, log_in, make_database, wait_labels_loaded
+from tests.e2e.live import (
+    LiveServer,
+    add_annotator,
+    launch_browser,
+    load_runs,
+    log_in,
+    make_database,
+    wait_labels_loaded,
+)
 
 pytestmark = pytest.mark.e2e
 
