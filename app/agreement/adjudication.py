@@ -13,6 +13,12 @@ with the human annotators who gave it (``support``) out of those who submitted t
   half is not a majority).  One click accepts it (origin ``majority``).
 * ``minority`` / ``judge``: fewer humans, or only judges; accepting one is an adjudication.
 
+Each candidate is either undecided (no gold label of its pair), accepted (a gold label with
+``accepted=True``) or rejected (a gold label with ``accepted=False``: the reviewer's decision that
+it is *not* gold, stored like an acceptance so that a reload, another reviewer and the exports see
+it).  Only accepted gold labels are gold: agreement, reports, detectors' scores and the gold shown
+to annotators read ``accepted=True`` rows only.
+
 Anything the reviewer adds, edits or merges is origin ``adjudication``.  Finishing sets the
 status ``adjudicated`` (``no_failure`` when no accepted gold label remains) and stores the
 reviewer and the rationale; the annotations of the run are then locked
@@ -54,13 +60,14 @@ __all__ = [
     "gold_label_dict",
     "merge_labels",
     "open_adjudication",
+    "reject",
     "remove_label",
     "reopen",
     "set_accepted",
     "submitted_labels",
 ]
 
-ACTIONS = ("accept", "undo", "restore", "add", "edit", "merge", "remove", "finish", "reopen")
+ACTIONS = ("accept", "reject", "undo", "restore", "add", "edit", "merge", "remove", "finish", "reopen")
 #: The label fields a gold label takes.
 GOLD_LABEL_KEYS = ("mode", "agent", "principals", "evidence")
 
@@ -82,14 +89,40 @@ class GoldLabelStale(RuntimeError):
         self.current = current
 
 
-def _version_param(value: Any) -> int | None:
+def _version_param(value: Any, allow_zero: bool = False) -> int | None:
+    """The `version` a change names (None: not given).  With `allow_zero` (accept / reject of a
+    candidate), 0 means "this candidate had no gold label when I read it"."""
     if value is None or value == "":
         return None
     if isinstance(value, str) and value.strip().isdigit():
         value = int(value)
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise AdjudicationError("version", f"must be the gold label's version as last read, got {value!r}")
+    if isinstance(value, bool) or not isinstance(value, int) or value < (0 if allow_zero else 1):
+        raise AdjudicationError("version", f"must be the gold label's version as last read"
+                                           f"{' (0: it had none)' if allow_zero else ''}, got {value!r}")
     return value
+
+
+def _lock_gold_run(session: Session, gold: GoldRun) -> None:
+    """Take the GoldRun row's lock (PostgreSQL: SELECT ... FOR UPDATE; SQLite: the request's write
+    transaction is already exclusive), so that looking for a pair's gold label and creating it is
+    one step: two reviewers deciding one candidate at once cannot create two gold labels."""
+    session.execute(select(GoldRun.id).where(GoldRun.id == gold.id).with_for_update())
+
+
+def _check_decided_as_read(g: GoldLabel | None, expected: int | None, mode: str, agent: str | None) -> None:
+    """For accept / reject naming `version` (0: no gold label as last read): raise GoldLabelStale
+    when the pair's gold label appeared or disappeared since (a changed version is caught by
+    `_bump`)."""
+    if expected is None:
+        return
+    pair = f"{mode} ({agent or 'no agent'})"
+    if expected == 0 and g is not None:
+        raise GoldLabelStale(f"{pair} was decided elsewhere since you read it (gold label {g.id}, "
+                             f"{'accepted' if g.accepted else 'rejected'}, version {g.version}); reload it, or "
+                             f"send its current version to overwrite it", g)
+    if expected > 0 and g is None:
+        raise GoldLabelStale(f"the gold label of {pair} was removed elsewhere since you read it (version "
+                             f"{expected}); reload it, or send version 0 to decide it again", None)
 
 
 def _bump(session: Session, g: GoldLabel, expected: int | None = None) -> None:
@@ -111,8 +144,10 @@ def _bump(session: Session, g: GoldLabel, expected: int | None = None) -> None:
     set_committed_value(g, "version", new)
 
 
-def gold_label_dict(g: GoldLabel, names: Mapping[int, str] | None = None) -> dict[str, Any]:
-    """The API shape of one gold label."""
+def gold_label_dict(g: GoldLabel | None, names: Mapping[int, str] | None = None) -> dict[str, Any] | None:
+    """The API shape of one gold label (None for None)."""
+    if g is None:
+        return None
     return {"id": g.id, "mode": g.mode, "agent": g.agent or None, "principals": list(g.principals or []),
             "evidence": list(g.evidence or []), "origin": g.origin, "accepted": bool(g.accepted),
             "rationale": g.rationale, "created_by": (names or {}).get(g.created_by), "version": g.version}
@@ -214,7 +249,7 @@ def open_adjudication(session: Session, run: Run, tax: Taxonomy, reviewer: User 
     """Returns the run's GoldRun, created when missing.  While it is open, the unanimity
     candidates are (re)synchronised: each one without a gold label gets one (origin
     ``unanimity``, accepted); unanimity gold labels whose pair is no longer unanimous are
-    dropped.  A pair the reviewer undid stays undone.  The caller commits."""
+    dropped.  A pair the reviewer rejected (or undid) stays rejected.  The caller commits."""
     gold = get_gold_run(session, run, tax)
     if gold is None:
         gold = GoldRun(run_pk=run.id, taxonomy_pk=tax.id, status="open")
@@ -285,31 +320,74 @@ def _text(value: Any, field: str) -> str | None:
     return value.strip() or None
 
 
-def accept(session: Session, gold: GoldRun, run: Run, tax: Taxonomy, mode: Any, agent: Any,
-           reviewer: User, rationale: str | None = None) -> GoldLabel:
-    """Accepts the candidate (mode, agent) as gold and returns its gold label: an existing gold
-    label of that pair is (re-)accepted; otherwise a new one with the candidate's union evidence,
-    origin ``unanimity`` / ``majority`` by its support, else ``adjudication``."""
-    _require_open(gold, run)
-    agent = agent or None
+def _candidate(session: Session, run: Run, tax: Taxonomy, mode: Any, agent: str | None) -> dict[str, Any]:
     cands = candidates(submitted_labels(session, run, tax), _modes(tax))
     cand = next((c for c in cands if c["mode"] == mode and c["agent"] == agent), None)
     if cand is None:
         raise AdjudicationError("mode", f"no submitted label of run {run.run_id} has mode {mode!r} and agent {agent!r}")
-    existing = _find_gold(session, gold, cand["mode"], cand["agent"])
+    return cand
+
+
+def _origin(cand: Mapping[str, Any]) -> str:
+    return cand["status"] if cand["status"] in ("unanimity", "majority") else "adjudication"
+
+
+def accept(session: Session, gold: GoldRun, run: Run, tax: Taxonomy, mode: Any, agent: Any,
+           reviewer: User, rationale: str | None = None, version: Any = None) -> GoldLabel:
+    """Accepts the candidate (mode, agent) as gold and returns its gold label: an existing gold
+    label of that pair (accepted, or rejected before) is accepted; otherwise a new one with the
+    candidate's union evidence, origin ``unanimity`` / ``majority`` by its support, else
+    ``adjudication``.  With ``version`` (the pair's gold label version as last read, 0: it had
+    none) a decision taken elsewhere since raises GoldLabelStale and writes nothing."""
+    _require_open(gold, run)
+    agent = agent or None
+    expected = _version_param(version, allow_zero=True)
+    existing = _find_gold(session, gold, mode, agent)
+    _check_decided_as_read(existing, expected, mode, agent)
     if existing is not None:
-        _bump(session, existing)
+        _bump(session, existing, expected)
         existing.accepted = True
         existing.rationale = _text(rationale, "rationale") or existing.rationale
         session.add(existing)
         session.flush()
         return existing
-    origin = cand["status"] if cand["status"] in ("unanimity", "majority") else "adjudication"
+    cand = _candidate(session, run, tax, mode, agent)
     clean = _clean_label(session, run, tax, {"mode": cand["mode"], "agent": cand["agent"],
                                              "principals": cand["principals"], "evidence": cand["evidence"]})
     g = GoldLabel(gold_run_id=gold.id, mode=clean["mode"], agent=clean["agent"], principals=clean["principals"],
-                  evidence=clean["evidence"], origin=origin, accepted=True, rationale=_text(rationale, "rationale"),
-                  created_by=reviewer.id)
+                  evidence=clean["evidence"], origin=_origin(cand), accepted=True,
+                  rationale=_text(rationale, "rationale"), created_by=reviewer.id)
+    session.add(g)
+    session.flush()
+    return g
+
+
+def reject(session: Session, gold: GoldRun, run: Run, tax: Taxonomy, mode: Any, agent: Any,
+           reviewer: User, rationale: str | None = None, version: Any = None) -> GoldLabel:
+    """Rejects the candidate (mode, agent): the reviewer's decision that it is not gold.  An
+    existing gold label of that pair becomes ``accepted=False``; a candidate without one gets a
+    gold label with ``accepted=False`` (its union evidence and principals, origin as
+    :func:`accept` would give it), so the decision is stored and told apart from "not decided
+    yet".  Returns the gold label.  ``version`` as in :func:`accept`."""
+    _require_open(gold, run)
+    agent = agent or None
+    expected = _version_param(version, allow_zero=True)
+    existing = _find_gold(session, gold, mode, agent)
+    _check_decided_as_read(existing, expected, mode, agent)
+    text = _text(rationale, "rationale")
+    if existing is not None:
+        _bump(session, existing, expected)
+        existing.accepted = False
+        existing.rationale = text or existing.rationale
+        session.add(existing)
+        session.flush()
+        return existing
+    cand = _candidate(session, run, tax, mode, agent)
+    # not validated as a gold label: nothing of it becomes gold, and a trace-level candidate (no
+    # evidence) must be rejectable too; its fields come from submitted, checked annotations
+    g = GoldLabel(gold_run_id=gold.id, mode=cand["mode"], agent=cand["agent"] or "",
+                  principals=list(cand["principals"]), evidence=list(cand["evidence"]), origin=_origin(cand),
+                  accepted=False, rationale=text, created_by=reviewer.id)
     session.add(g)
     session.flush()
     return g
@@ -469,18 +547,23 @@ def apply_action(session: Session, run: Run, tax: Taxonomy, reviewer: User, acti
         raise AdjudicationError("action", f"must be one of {', '.join(ACTIONS)}, got {action!r}")
     gold = open_adjudication(session, run, tax, reviewer)
     rationale = params.get("rationale")
-    if action == "accept":
+    if action in ("accept", "reject", "add", "merge"):
+        _lock_gold_run(session, gold)  # these look for the pair's gold label, then may create it
+    if action in ("accept", "reject"):
         mode = params.get("mode")
         if not isinstance(mode, str) or not mode:
-            raise AdjudicationError("mode", f"the mode of the label to accept is required, got {mode!r}")
+            raise AdjudicationError("mode", f"the mode of the label to {action} is required, got {mode!r}")
         agent = params.get("agent")
         if agent is not None and not isinstance(agent, str):
             raise AdjudicationError("agent", f"must be an agent id, got {agent!r}")
-        g = accept(session, gold, run, tax, mode, agent, reviewer, rationale)
-        return f"accepted {g.mode} ({g.agent or 'no agent'}) as gold, origin {g.origin}"
+        if action == "accept":
+            g = accept(session, gold, run, tax, mode, agent, reviewer, rationale, params.get("version"))
+            return f"accepted {g.mode} ({g.agent or 'no agent'}) as gold, origin {g.origin}"
+        g = reject(session, gold, run, tax, mode, agent, reviewer, rationale, params.get("version"))
+        return f"rejected {g.mode} ({g.agent or 'no agent'}): not gold"
     if action in ("undo", "restore"):
         g = set_accepted(session, gold, run, params.get("gold_label_id"), action == "restore", params.get("version"))
-        return f"{'restored' if g.accepted else 'undid'} gold label {g.mode} ({g.agent or 'no agent'})"
+        return f"{'restored' if g.accepted else 'rejected'} gold label {g.mode} ({g.agent or 'no agent'})"
     if action == "add":
         g = add_label(session, gold, run, tax, params.get("label"), reviewer, rationale)
         return f"added gold label {g.mode} ({g.agent})"
@@ -505,9 +588,10 @@ def adjudication_view(session: Session, run: Run, tax: Taxonomy) -> dict[str, An
     """Returns the JSON shape of a run's adjudication: ``run_id``, ``taxonomy``, ``status``,
     ``no_failure``, ``reviewer``, ``rationale``, ``updated_at``, ``agents``, ``principals``,
     ``n_humans``, ``annotators`` (see :func:`submitted_labels`), ``candidates`` (see
-    :func:`candidates`, each with ``gold_label_id`` and ``accepted`` of its gold label if any)
-    and ``gold`` (``{id, mode, agent, principals, evidence, origin, accepted, rationale,
-    created_by}``)."""
+    :func:`candidates`, each with ``gold_label_id``, ``gold_version`` (0: none) and ``accepted``
+    of its gold label if any, and ``decision``: ``accepted`` | ``rejected`` | None, undecided),
+    ``decided`` (``{candidates, accepted, rejected, undecided}`` counts) and ``gold`` (``{id,
+    mode, agent, principals, evidence, origin, accepted, rationale, created_by, version}``)."""
     gold = get_gold_run(session, run, tax)
     anns = submitted_labels(session, run, tax)
     cands = candidates(anns, _modes(tax))
@@ -520,7 +604,12 @@ def adjudication_view(session: Session, run: Run, tax: Taxonomy) -> dict[str, An
     for c in cands:
         g = by_pair.get((c["mode"], c["agent"]))
         c["gold_label_id"] = g.id if g else None
+        c["gold_version"] = g.version if g else 0
         c["accepted"] = bool(g.accepted) if g else False
+        c["decision"] = None if g is None else ("accepted" if g.accepted else "rejected")
+    decided = {"candidates": len(cands), "accepted": sum(1 for c in cands if c["decision"] == "accepted"),
+               "rejected": sum(1 for c in cands if c["decision"] == "rejected")}
+    decided["undecided"] = decided["candidates"] - decided["accepted"] - decided["rejected"]
     return {
         "run_id": run.run_id,
         "taxonomy": f"{tax.key}@{tax.version}",
@@ -536,6 +625,7 @@ def adjudication_view(session: Session, run: Run, tax: Taxonomy) -> dict[str, An
         "n_humans": sum(1 for a in anns if a["kind"] == "human"),
         "annotators": anns,
         "candidates": cands,
+        "decided": decided,
         "gold": [gold_label_dict(g, names) for g in golds],
     }
 

@@ -1,5 +1,6 @@
 """Reviewer pages: `/agreement` (dashboard), `/agreement/judges` (humans vs machines),
-`/disagreements` (runs ranked by disagreement) and `/adjudicate/{run_id}` (gold labels).
+`/disagreements` (runs ranked by disagreement) and `/adjudicate/{run_id}` (gold labels; with
+`?fragment=1` its trace and panel as JSON, for going to the next run without a full reload).
 
 Reviewers and admins only.  Forms carry the session's CSRF token (`verify_form_csrf`); a change
 redirects back (303) with a one-time message naming the field on error.
@@ -11,11 +12,12 @@ from typing import Annotated, Any
 from urllib.parse import quote, urlencode
 
 from fastapi import APIRouter, Depends, HTTPException, Query, Request
-from fastapi.responses import RedirectResponse
+from fastapi.responses import JSONResponse, RedirectResponse
 from sqlmodel import Session
 
 from app.agreement import adjudication, service
 from app.api.deps import MAX_PAGE, SessionDep
+from app.core.db import begin_write
 from app.core.text import is_decimal
 from app.reports.charts import heatmap
 from app.web.csrf import verify_form_csrf
@@ -186,9 +188,12 @@ def _adjudicate_url(run_id: str, tax_ref: str) -> str:
 
 @router.get("/adjudicate/{run_id:path}")
 def adjudicate_page(request: Request, run_id: str, session: SessionDep, user: ReviewerPage,
-                    taxonomy: str | None = None):
+                    taxonomy: str | None = None, fragment: bool = False):
     """All labels on a run by annotator, the candidates with their support, and the gold labels
-    with accept / undo / edit / merge / add / finish forms."""
+    with accept / reject / undo / edit / merge / add / finish forms.  With `fragment=1` the answer
+    is JSON `{run_id, taxonomy, url, title, trace_html, panel_html}`: the same trace and panel,
+    rendered by the same (autoescaped) templates, which adjudicate.js swaps in to go to another
+    run without a full page load."""
     from app.web.pages import taxonomy_view
 
     run, tax = _run_tax(session, run_id, taxonomy)
@@ -203,9 +208,18 @@ def adjudicate_page(request: Request, run_id: str, session: SessionDep, user: Re
     # the run's events beside the candidates (the same cached trace as the run page)
     _, trace_html = cached_trace(session, run, show_demo_truth=demo_truth_visible_to(user),
                                  success_threshold=get_settings().success_threshold)
-    return render(request, "agreement/adjudicate.html", v=view, tax=tview, mode_names=mode_names, trace_html=trace_html,
-                  run_url="/runs/" + quote(run.run_id, safe=""), post_url=_adjudicate_url(run.run_id, view["taxonomy"]),
-                  flash=request.session.pop("flash", None), last=request.session.pop("adj_form", None) or {})
+    post_url = _adjudicate_url(run.run_id, view["taxonomy"])
+    ctx = dict(v=view, tax=tview, mode_names=mode_names, run_url="/runs/" + quote(run.run_id, safe=""),
+               post_url=post_url, flash=request.session.pop("flash", None),
+               last=request.session.pop("adj_form", None) or {})
+    if fragment:
+        from app.web.templating import templates
+
+        panel = templates.env.get_template("agreement/_adjudication_panel.html").render(request=request, **ctx)
+        return JSONResponse({"run_id": run.run_id, "taxonomy": view["taxonomy"], "url": post_url,
+                             "title": f"Adjudicate {run.run_id} · a2annotate", "trace_html": str(trace_html), "panel_html": panel},
+                            headers={"Cache-Control": "no-store"})
+    return render(request, "agreement/adjudicate.html", trace_html=trace_html, **ctx)
 
 
 _SPLIT = re.compile(r"[\s,;]+")
@@ -243,6 +257,7 @@ async def adjudicate_post(request: Request, run_id: str, session: SessionDep, us
                           taxonomy: str | None = None):
     """One adjudication action from a form; redirects back with a message."""
     form = await request.form()
+    begin_write(session)
     run, tax = _run_tax(session, run_id, form.get("taxonomy") or taxonomy)
     action = str(form.get("action") or "")
     label: dict[str, Any] = {}

@@ -285,7 +285,8 @@ class AdjudicationIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     action: Literal[adjudication.ACTIONS] = Field(description=(
-        "`accept` a candidate (`mode`, `agent`); `undo` / `restore` / `remove` a gold label (`gold_label_id`); "
+        "`accept` or `reject` a candidate (`mode`, `agent`; a rejected candidate is stored as a gold label with "
+        "`accepted` false, which is not gold); `undo` / `restore` / `remove` a gold label (`gold_label_id`); "
         "`add` a gold label (`label`); `edit` one (`gold_label_id`, `label`); `merge` annotators' labels "
         "(`label_ids`, optional `label` to pick mode/agent); `finish` (with `rationale`); `reopen`."))
     taxonomy: str | None = Field(None, description="`key`, `key@version` or id; default the latest a2-failures.")
@@ -295,9 +296,11 @@ class AdjudicationIn(BaseModel):
     label: GoldLabelIn | None = None
     label_ids: list[int] | None = None
     rationale: str | None = None
-    version: int | None = Field(None, ge=1, le=2**31 - 1, description=(
-        "undo / restore / edit / remove: the gold label's `version` as last read; when it changed since, "
-        "the answer is 409 with `current` (the stored gold label) and nothing is written."))
+    version: int | None = Field(None, ge=0, le=2**31 - 1, description=(
+        "undo / restore / edit / remove: the gold label's `version` as last read; accept / reject: the "
+        "version of the candidate's gold label as last read, 0 when it had none (`gold_version` of the "
+        "candidate). When it changed since, the answer is 409 with `current` (the stored gold label, null "
+        "when it was removed) and nothing is written."))
 
 
 def _run_and_tax(session: Session, run_id: str, taxonomy: str | None):
@@ -338,8 +341,10 @@ def adjudication_get(run_id: str, session: SessionDep, user: ReviewerUser,
         "at least one); 422 names the field. `finish` needs a `rationale`, sets the status `adjudicated` "
         "(`no_failure` when no accepted gold label remains) and locks the run's annotations; 409 for changes "
         "to an adjudicated run until it is reopened. Answers the adjudication (as GET) plus `message`. "
-        "Gold labels carry a `version`: send it with undo / restore / edit / remove and a gold label changed "
-        "elsewhere since is answered 409 `{detail, current}`, nothing written."),
+        "Gold labels carry a `version`: send it with undo / restore / edit / remove (and with accept / reject, "
+        "0 for a candidate that had no gold label) and a gold label changed or decided elsewhere since is "
+        "answered 409 `{detail, current}`, nothing written. `decided` counts the candidates accepted, rejected "
+        "and still undecided."),
     responses={404: {"description": "unknown run"},
                409: {"description": "run adjudicated, or the gold label changed elsewhere (`current`)"},
                422: {"description": "bad input; `detail` names the field"}},

@@ -79,10 +79,13 @@ def _provenance(data_dir: Path) -> dict[str, Any]:
         }
     gold = data_dir / "gold_labels" / SHARD
     if gold.exists():
-        g = pq.read_table(gold, columns=["taxonomy", "origin", "gold_status"]).to_pylist()
+        g = pq.read_table(gold, columns=["taxonomy", "origin", "gold_status", "accepted"]).to_pylist()
         out["taxonomies"] = sorted(set(out["taxonomies"]) | {r["taxonomy"] for r in g})
-        out["gold_labels"] = {"by_origin": dict(sorted(Counter(r["origin"] for r in g if r["origin"]).items())),
+        # a row with accepted false is a reviewer's "not gold" (rejected or undone): not counted as gold
+        out["gold_labels"] = {"by_origin": dict(sorted(Counter(r["origin"] for r in g
+                                                               if r["origin"] and r["accepted"]).items())),
                               "adjudicated_rows": sum(1 for r in g if r["gold_status"] == "adjudicated"),
+                              "not_gold_rows": sum(1 for r in g if r["accepted"] is False),
                               "total_rows": len(g)}
     return out
 
@@ -131,8 +134,9 @@ def dataset_card(configs: list[tuple[str, pa.Schema, int]], provenance: dict[str
                f"{_counts(ann.get('by_annotator_kind'))} (human: people; judge: `judge:<source>`, automated judges "
                f"such as LLM judges and detectors); by origin {_counts(ann.get('by_origin'))} (human: made in the "
                "app; import: imported label files; audit: shipped with the runs, e.g. dataset labels).")
-    out.append(f"- gold labels: {gold.get('total_rows', 0)} rows, {gold.get('adjudicated_rows', 0)} adjudicated; "
-               f"by origin {_counts(gold.get('by_origin'))} (unanimity / majority of the humans, or a reviewer's "
+    out.append(f"- gold labels: {gold.get('total_rows', 0)} rows, {gold.get('adjudicated_rows', 0)} adjudicated, "
+               f"{gold.get('not_gold_rows', 0)} rejected by the reviewer (`accepted` false: not gold); accepted by "
+               f"origin {_counts(gold.get('by_origin'))} (unanimity / majority of the humans, or a reviewer's "
                "adjudication).")
     out += ["", ("Labels may be trace-level (a mode, no `agent`, no `evidence`: e.g. MAST's) or attribution-only "
                  "(an `agent` and `evidence`, `mode` null: e.g. Who&When's who and when)."), "", "## Schema", ""]

@@ -264,7 +264,8 @@ _BASE_TABLES: tuple[TableSpec, ...] = (
             _c("principals", "list<string>", "Affected principal ids."),
             _c("evidence", "list<int64>", "Event seqs."),
             _c("origin", "string", "unanimity, majority or adjudication."),
-            _c("accepted", "bool", "False when the reviewer undid a pre-accepted label (the reports ignore it)."),
+            _c("accepted", "bool", "False when the reviewer rejected the candidate or undid the label: decided, "
+               "not gold (reports, agreement and scores ignore it)."),
             _c("rationale", "string", "Rationale of this label."),
             _c("created_by", "string", "User name who created the label; null for automatic ones."),
             _c("created_at", "timestamp", "When the label was created."),

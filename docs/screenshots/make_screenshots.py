@@ -1,11 +1,12 @@
-"""Regenerate docs/screenshots/trace-view.png, conversation-view.png and labeling-panel.png (1280x720).
+"""Regenerate docs/screenshots/trace-view.png, conversation-view.png, labeling-panel.png and adjudication.png (1280x720).
 
 Usage, from the repository root:
 
     .venv/bin/python docs/screenshots/make_screenshots.py [--out docs/screenshots]
 
 It builds a throw-away SQLite database with a few demo runs, serves the app on 127.0.0.1 and a
-free port, logs in as an annotator with two assigned runs, and drives Debian's chromium
+free port, logs in as an annotator with two assigned runs (then as a reviewer adjudicating the run
+two other annotators labelled differently), and drives Debian's chromium
 (/usr/bin/chromium; `apt-get install -y chromium`) with the Python playwright package.
 """
 from __future__ import annotations
@@ -90,13 +91,58 @@ def main(argv: list[str] | None = None) -> None:
             page.wait_for_timeout(400)
             page.screenshot(path=str(out / "labeling-panel.png"))
             kb.press("v")  # the conversation view: one column, actor -> recipients
+            page.wait_for_timeout(300)  # the view switch re-centres the focused event: then go to the top
+            page.evaluate("s => window.A2Trace.goTo(s, false)", run["events"][0]["seq"])
             page.evaluate("() => window.scrollTo(0, 0)")
             page.wait_for_timeout(300)
             page.screenshot(path=str(out / "conversation-view.png"))
             kb.press("v")
+
+            # adjudication: two annotators disagree; the reviewer selects a candidate, rejects another
+            _two_annotators_disagree(engine, run, wanted)
+            rev = browser.new_page(viewport={"width": 1280, "height": 720})
+            log_in(rev, url, "reviewer")
+            rev.goto(f"{url}/adjudicate/{run['run_id']}")
+            rev.locator("#trace .ev").first.wait_for()
+            rows = rev.locator("#candidates tbody tr[data-status]")
+            texts = [rows.nth(i).inner_text() for i in range(rows.count())]
+            rejected = next(i for i, t in enumerate(texts) if t.startswith("VF5"))
+            for _ in range(rejected + 1):
+                rev.keyboard.press("j")
+            rev.keyboard.press("r")
+            rev.locator("#candidates tr[data-decision=rejected]").first.wait_for()
+            rev.keyboard.press("k" if rejected else "j")
+            rev.wait_for_timeout(300)
+            # the panel from its flash message down: the gold labels, then the candidates
+            rev.evaluate("() => document.getElementById('flash').scrollIntoView({block: 'start'})")
+            rev.wait_for_timeout(300)
+            rev.screenshot(path=str(out / "adjudication.png"))
             browser.close()
         engine.dispose()
-    print(f"wrote trace-view.png, labeling-panel.png and conversation-view.png to {out} (run {run['run_id']})")
+    print(f"wrote trace-view.png, labeling-panel.png, conversation-view.png and adjudication.png to {out} "
+          f"(run {run['run_id']})")
+
+
+def _two_annotators_disagree(engine, run: dict, labels: list[dict]) -> None:
+    """Two more annotators submit the run: both give the first label, only one the second, and
+    one adds a VF5 nobody else gave; and a reviewer to adjudicate it."""
+    from sqlmodel import Session
+
+    from app.annotations.service import save_annotation
+    from app.auth.service import get_user
+    from app.runs.service import get_run
+    from app.taxonomies.service import latest
+
+    add_annotator(engine, "ann2", [run["run_id"]])
+    add_annotator(engine, "ann3", [run["run_id"]])
+    add_annotator(engine, "reviewer", [], role="reviewer")
+    first = [{k: t[k] for k in ("mode", "agent", "evidence")} for t in labels]
+    extra = {"mode": "VF5", "agent": run["agents"][-1]["id"], "evidence": [run["events"][-2]["seq"]]}
+    with Session(engine) as s:
+        tax, r = latest(s, "a2-failures"), get_run(s, run["run_id"])
+        save_annotation(s, get_user(s, "ann2"), r, tax, first, status="submitted")
+        save_annotation(s, get_user(s, "ann3"), r, tax, first[:1] + [extra], status="submitted")
+        s.commit()
 
 
 if __name__ == "__main__":

@@ -110,7 +110,7 @@ def test_agreement_pages_and_adjudication_on_demo_data(demo, app):
 
     r = post(action="undo", gold_label_id=unanimity[0])
     assert r.status_code == 303
-    assert "Undid gold label" in client.get(r.headers["location"]).text
+    assert "Rejected gold label" in client.get(r.headers["location"]).text  # undo: the button says Reject
     r = post(action="add", label_mode=new_mode, label_agent=agent, label_evidence="9999", rationale="x")
     assert r.status_code == 303
     assert "label.evidence[0]: 9999 is not an event seq" in client.get(r.headers["location"]).text
