@@ -23,7 +23,7 @@ from app.capture.proxy import Recorder, SSEParser, create_proxy_app, rewrite_car
 from app.ingest import iter_path
 from app.runs.service import get_run, to_canonical
 
-from .a2a_agents import STEP, Served, TeeTransport, shop_app
+from .a2a_agents import Served, TeeTransport, shop_app
 
 UNREACHABLE = "postgresql+psycopg://postgres@127.0.0.1:1/nowhere?connect_timeout=2"
 
@@ -110,8 +110,10 @@ def test_proxy_is_transparent_and_records_the_run(tmp_path, db_url, engine, prot
         events = _sse_events(got[-1]["chunks"])
         assert events == _sse_events(sent[-1]["chunks"]) and len(events) >= 4
         assert kinds[-1] == "status_update" or "status_update" in kinds
-        # not buffered: the client had the first bytes well before the server sent its last ones
-        assert sent[-1]["times"][-1] - got[-1]["times"][0] > STEP
+        # not buffered: the client had the first bytes before the server sent its last ones (the
+        # server spreads them over 2 x STEP; a buffering proxy would deliver the first only after
+        # the last was sent). Not "> STEP": on a loaded machine the first delivery can take that long.
+        assert got[-1]["times"][0] < sent[-1]["times"][-1]
     else:
         assert kinds == ["task"]
     # the run in the database is the run the wire log imports to
