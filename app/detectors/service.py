@@ -263,13 +263,6 @@ def run_hints(session: Session, run_pk: int, tax: Taxonomy) -> list[dict[str, An
              "reason": n} for u, v, m, a, ev, n in rows]
 
 
-def mark_hints(session: Session, ann: Annotation, user: User, run: Run) -> None:
-    """Record on a human's annotation whether hints were on while it was made (once on, it stays on)."""
-    if user.kind != "human" or ann.origin != "human":
-        return
-    ann.hints_on = bool(ann.hints_on) or hints_enabled(session, user.id, run.id)
-
-
 # --------------------------------------------------------------------------- scores
 
 REFERENCES = ("truth", "gold")
