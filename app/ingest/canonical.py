@@ -710,20 +710,25 @@ except ImportError:  # pragma: no cover
     _orjson = None
 
 _RISKY = re.compile(rb"(?:^|[:,\[])-?(?:0\.0000|\d(?:\.\d+)?e)")
+_SORT_KEYS = _orjson.OPT_SORT_KEYS if _orjson is not None else 0
+
+
+def _orjson_bytes(value: Any, option: int, plain: bool) -> bytes | None:
+    """orjson's bytes for `value`, or None where they may differ from `json`'s (see above)."""
+    if _orjson is None:
+        return None
+    try:
+        data = _orjson.dumps(value, option=option)
+    except TypeError:
+        return None
+    return data if plain or _RISKY.search(data) is None else None
 
 
 def canonical_json_bytes(run: dict[str, Any], plain: bool = False) -> bytes:
     """`canonical_json(run)` encoded as UTF-8, made by orjson when that gives the same bytes
     (`plain`: the run holds no float below 1e-4 or from 1e16 up, see `normalize_run_checked`)."""
-    if _orjson is not None:
-        try:
-            data = _orjson.dumps(run, option=_orjson.OPT_SORT_KEYS)
-        except TypeError:
-            pass
-        else:
-            if plain or _RISKY.search(data) is None:
-                return data
-    return canonical_json(run).encode("utf-8")
+    data = _orjson_bytes(run, _SORT_KEYS, plain)
+    return data if data is not None else canonical_json(run).encode("utf-8")
 
 
 def compact_json(value: Any, plain: bool = False) -> str:
@@ -732,12 +737,5 @@ def compact_json(value: Any, plain: bool = False) -> str:
     (`plain`: as in `canonical_json_bytes`)."""
     if not value and (type(value) is dict or type(value) is list):
         return "{}" if type(value) is dict else "[]"
-    if _orjson is not None:
-        try:
-            data = _orjson.dumps(value)
-        except TypeError:
-            pass
-        else:
-            if plain or _RISKY.search(data) is None:
-                return data.decode("utf-8")
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    data = _orjson_bytes(value, 0, plain)
+    return data.decode("utf-8") if data is not None else json.dumps(value, ensure_ascii=False, separators=(",", ":"))
