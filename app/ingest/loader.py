@@ -55,28 +55,10 @@ class RunConflict(Exception):
     pass
 
 
-def _scenario_row(session: Session, sc: dict[str, Any], cache: dict[str, dict]) -> dict | None:
-    """Insert the scenario if new; return the override to keep on the run when it differs."""
-    stored = cache.get(sc["id"])
-    if stored is None:
-        row = session.get(Scenario, sc["id"])
-        if row is None:
-            row = Scenario(id=sc["id"], family=sc["family"], alignment=sc.get("alignment"),
-                           title=sc.get("title"), description=sc.get("description"),
-                           extra=dict(sc.get("metadata") or {}))
-            session.add(row)
-            session.flush()
-        from app.runs.service import scenario_dict
-
-        stored = scenario_dict(row)
-        cache[sc["id"]] = stored
-    return None if stored == sc else dict(sc)
-
-
 def _scenario_overrides(session: Session, runs: list[dict[str, Any]], cache: dict[str, dict]) -> list[dict | None]:
-    """`_scenario_row` for the runs of a batch at once: one SELECT of the scenarios not yet in
-    `cache`, one INSERT of those not stored yet (the first run naming one defines it, as one by
-    one), and per run the override to keep (None when it is the stored scenario)."""
+    """For the runs of a batch at once: one SELECT of their scenarios not yet in `cache`, one
+    INSERT of those not stored yet (the first run naming one defines it), and per run the
+    scenario override to keep on the run (None when it is the stored scenario)."""
     table = Scenario.__table__
     unknown = [sid for sid in dict.fromkeys(r["scenario"]["id"] for r in runs) if sid not in cache]
     conn = session.connection()
@@ -94,9 +76,7 @@ def _scenario_overrides(session: Session, runs: list[dict[str, Any]], cache: dic
             stored = {"id": sc["id"], "family": sc["family"], "alignment": sc.get("alignment"),
                       "title": sc.get("title"), "description": sc.get("description"),
                       "metadata": dict(sc.get("metadata") or {})}
-            new.append({"id": stored["id"], "family": stored["family"], "alignment": stored["alignment"],
-                        "title": stored["title"], "description": stored["description"],
-                        "extra": stored["metadata"]})
+            new.append({**{k: v for k, v in stored.items() if k != "metadata"}, "extra": stored["metadata"]})
             cache[sc["id"]] = stored
         out.append(None if stored == sc else dict(sc))
     if new:
@@ -117,26 +97,18 @@ _COLUMNS = {
 }
 
 
-def _json_sqlite(value: Any) -> str:
-    """A JSON column's value as the JSON type writes it on SQLite (None as JSON ``null``)."""
-    return "null" if value is None else compact_json(value)
+def _json_encoder(sqlite: bool, plain: bool) -> Callable[[Any], str | None]:
+    """How a JSON column's value is written: None as JSON ``null`` on SQLite (as the JSON type
+    writes it) or SQL NULL for COPY on PostgreSQL; `plain` as for `_prepare`."""
+    null = "null" if sqlite else None
+
+    def encode(value: Any) -> str | None:
+        return null if value is None else compact_json(value, plain)
+
+    return encode
 
 
-def _json_copy(value: Any) -> str | None:
-    """A JSON column's value for COPY on PostgreSQL (None as SQL NULL)."""
-    return None if value is None else compact_json(value)
-
-
-def _plain_sqlite(value: Any) -> str:
-    return "null" if value is None else compact_json(value, True)
-
-
-def _plain_copy(value: Any) -> str | None:
-    return None if value is None else compact_json(value, True)
-
-
-_ENCODERS = {(True, False): _json_sqlite, (False, False): _json_copy, (True, True): _plain_sqlite,
-             (False, True): _plain_copy}
+_ENCODERS = {(sqlite, plain): _json_encoder(sqlite, plain) for sqlite in (True, False) for plain in (True, False)}
 
 
 def _content_tuples(run_pk: int, run: dict[str, Any], sqlite: bool,
@@ -226,7 +198,7 @@ def store_run(session: Session, run: dict[str, Any], *, replace: bool = False, s
             raise RunConflict(
                 f"run {run['run_id']!r} is already stored with different content "
                 f"(hash {existing.content_hash[:12]} vs {digest[:12]}); use --replace to overwrite it")
-    override = _scenario_row(session, run["scenario"], scenario_cache if scenario_cache is not None else {})
+    override = _scenario_overrides(session, [run], scenario_cache if scenario_cache is not None else {})[0]
     fields = dict(scenario_id=run["scenario"]["id"], status=run["status"],
                   aggregate_score=run.get("aggregate_score"), started_at=run.get("started_at"),
                   ended_at=run.get("ended_at"), extra=run.get("metadata") or {}, scenario_override=override,
