@@ -1,0 +1,1 @@
+"""Readers: one module per source format (see `app.ingest.readers.base`)."""
