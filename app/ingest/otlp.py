@@ -68,6 +68,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from app.ingest import otlp_dialects as dialects
 from app.ingest import safejson
 from app.ingest.canonical import Location, RunFormatError
 from app.ingest.items import ImportItem, error_item, item_from_raw
@@ -491,6 +492,9 @@ def operation(span: Span) -> str:
         return "tool"
     if op in LLM_OPERATIONS or oi == "LLM":
         return "llm"
+    for (key, value), named in dialects.OPERATIONS.items():
+        if (_str(a, key) or "").lower() == value:
+            return named
     if any(k.startswith("a2a.") for k in a):
         return "a2a"
     name = span.name.split(" ")[0] if span.name else ""
@@ -500,6 +504,9 @@ def operation(span: Span) -> str:
         return "tool"
     if name in LLM_OPERATIONS:
         return "llm"
+    for pattern, named in dialects.SPAN_NAME_OPERATIONS:
+        if span.name and pattern.match(span.name):
+            return named
     return "other"
 
 
@@ -511,11 +518,17 @@ def own_agent(span: Span) -> str | None:
         return name
     if (_str(a, "openinference.span.kind") or "").upper() == "AGENT":
         return _str(a, "graph.node.name") or (span.name or None)
+    if (_str(a, "traceloop.span.kind") or "").lower() == "agent":
+        return _str(a, "traceloop.entity.name") or (span.name or None)
+    for pattern in dialects.AGENT_SPAN_NAMES:
+        m = pattern.match(span.name or "")
+        if m and m.group(1).strip():
+            return m.group(1).strip()
     return None
 
 
 def conversation_of(span: Span) -> str | None:
-    return _str(span.attributes, "gen_ai.conversation.id", "session.id")
+    return _str(span.attributes, *(r.key for r in dialects.ATTRS if r.role == dialects.CONVERSATION))
 
 
 def caller_of(span: Span) -> str | None:
@@ -523,7 +536,66 @@ def caller_of(span: Span) -> str | None:
 
 
 def transfer_target(span: Span) -> str | None:
-    return _str(span.attributes, "gen_ai.transfer.target.name", "gen_ai.transfer.target.id")
+    named = _str(span.attributes, *(r.key for r in dialects.ATTRS if r.role == dialects.TRANSFER_TARGET))
+    if named:
+        return named
+    tool = _str(span.attributes, "gen_ai.tool.name", "tool.name") or (span.name or "").removeprefix("execute_tool ")
+    arg = dialects.TRANSFER_TOOLS.get(tool.strip())
+    if arg is not None:
+        args = role_value(span.attributes, dialects.TOOL_ARGS)
+        if isinstance(args, dict) and isinstance(args.get(arg), str) and args[arg].strip():
+            return args[arg].strip()
+    return None
+
+
+def _decode_text(row: dialects.Attr, attrs: dict[str, Any]) -> str | None:
+    v = attrs.get(row.key)
+    if row.decode.startswith("flat:"):
+        prefix = row.decode[5:]
+        flat = unflatten(attrs, prefix)
+        return (message_text(flat) or tool_calls_text(flat) or _refusal_text(flat)) if flat else None
+    if v is None:
+        return None
+    if row.decode == "messages":
+        return _value_text(v)
+    if row.decode == "adk_request":
+        return dialects.adk_request_text(v)
+    if row.decode == "adk_response":
+        return dialects.adk_response_text(v)
+    if row.decode == "adk_contents":
+        return dialects.adk_contents_text(v)
+    if row.decode == "entity":
+        return dialects.entity_text(v)
+    return _value_text(v)
+
+
+def _refusal_text(messages: Any) -> str | None:
+    if not isinstance(messages, list):
+        return None
+    texts = [m["refusal"] for m in messages if isinstance(m, dict) and isinstance(m.get("refusal"), str)]
+    return "\n".join(texts) if texts else None
+
+
+def role_text(attrs: dict[str, Any], role: str, dialect: str | None = None) -> str | None:
+    """The text of the first table row of `role` (app.ingest.otlp_dialects) that `attrs` holds."""
+    for row in dialects.ATTRS:
+        if row.role != role or (dialect is not None and row.dialect != dialect):
+            continue
+        present = row.key in attrs if "*" not in row.key else any(
+            k.startswith(row.decode[5:] + ".") for k in attrs) if row.decode.startswith("flat:") else False
+        if present:
+            text = _decode_text(row, attrs)
+            if text:
+                return text
+    return None
+
+
+def role_value(attrs: dict[str, Any], role: str) -> Any:
+    """The (JSON-decoded) value of the first table row of `role` that `attrs` holds."""
+    for row in dialects.ATTRS:
+        if row.role == role and "*" not in row.key and row.key in attrs:
+            return _maybe_json(attrs[row.key])
+    return None
 
 
 # --------------------------------------------------------------------------- runs
@@ -572,6 +644,8 @@ class _RunBuilder:
         self.primary: dict[tuple[str, str], int] = {}  # span -> index into self.events
         self.warnings: list[str] = []
         self.transfers: dict[tuple[str, str], str] = {}  # tool span -> target agent
+        self.handoffs: set[tuple[str, str]] = set()  # (from lane, target) of hand-offs seen
+        self.unmapped: dict[str, list[str]] = {}  # "span attribute 'k'" -> names of the spans holding it
         self.status = "completed"
 
     def parent(self, s: Span) -> Span | None:
@@ -682,11 +756,10 @@ class _RunBuilder:
         key = (s.trace_id, s.span_id)
         if s.status.get("code") == STATUS_ERROR and parent is None:
             self.status = "error"
-        inp = _value_text(a.get("gen_ai.input.messages")) or _value_text(a.get("input.value")) \
-            or message_text(unflatten(a, "llm.input_messages")) or message_text(unflatten(a, "gen_ai.prompt")) \
+        self.check_unmapped(s)
+        inp = role_text(a, dialects.INPUT) \
             or _event_text(s, ("gen_ai.user.message", "gen_ai.system.message", "gen_ai.content.prompt"))
-        out = _value_text(a.get("gen_ai.output.messages")) or _value_text(a.get("output.value")) \
-            or message_text(unflatten(a, "llm.output_messages")) or message_text(unflatten(a, "gen_ai.completion")) \
+        out = role_text(a, dialects.OUTPUT) \
             or _event_text(s, ("gen_ai.choice", "gen_ai.assistant.message", "gen_ai.content.completion"))
         if op == "invoke_agent":
             caller = caller_of(s)
@@ -695,7 +768,8 @@ class _RunBuilder:
                 caller = plane if plane != lane else None
             if caller is not None:
                 self.agent(caller, role=_str(a, "gen_ai.caller.type"))
-            handed = parent is not None and self.transfers.get((parent.trace_id, parent.span_id)) == lane
+            handed = (parent is not None and self.transfers.get((parent.trace_id, parent.span_id)) == lane) or (
+                caller is not None and (caller, lane) in self.handoffs)
             if caller is not None and caller != lane and not handed:
                 self.primary[key] = self.emit(s, False, "delegation", caller, [lane], inp, data, parent_idx)
                 if out is not None:
@@ -707,14 +781,18 @@ class _RunBuilder:
                     self.emit(s, True, "message", lane, [], out, {"otel": {"span_id": s.span_id,
                               "trace_id": s.trace_id, "part": "output"}}, self.primary[key])
         elif op == "tool":
+            entity = (_str(a, "traceloop.span.kind") or "").lower() == "tool"
+            args = role_value(a, dialects.TOOL_ARGS)
+            if args is None:
+                args = _maybe_json(a.get("traceloop.entity.input") if entity else a.get("input.value"))
             tool = {k: v for k, v in (
-                ("name", _str(a, "gen_ai.tool.name", "tool.name") or (s.name.removeprefix("execute_tool ").strip()
-                                                                      or None)),
+                ("name", _str(a, *(r.key for r in dialects.ATTRS if r.role == dialects.TOOL_NAME))
+                 or (_str(a, "traceloop.entity.name") if entity else None)
+                 or (s.name.removeprefix("execute_tool ").strip() or None)),
                 ("call_id", _str(a, "gen_ai.tool.call.id", "tool_call.id", "tool.id")),
                 ("type", _str(a, "gen_ai.tool.type")),
-                ("description", _str(a, "gen_ai.tool.description", "tool.description")),
-                ("arguments", _maybe_json(a.get("gen_ai.tool.call.arguments", a.get("tool.parameters",
-                                                                                     a.get("input.value"))))),
+                ("description", _str(a, *(r.key for r in dialects.ATTRS if r.role == dialects.TOOL_DESCRIPTION))),
+                ("arguments", args),
             ) if v is not None}
             target = transfer_target(s)
             data = {**data, "tool": tool}
@@ -725,13 +803,18 @@ class _RunBuilder:
                 data["transfer_mode"] = _str(a, "gen_ai.transfer.mode")
                 data["transfer_target_type"] = _str(a, "gen_ai.transfer.target.type")
                 self.transfers[key] = target
+                self.handoffs.add((lane, target))
                 self.agent(target, role=_str(a, "gen_ai.transfer.target.type"))
                 self.primary[key] = self.emit(s, False, "delegation", lane, [target], args_text or tool.get("name"),
                                               data, parent_idx)
             else:
                 self.primary[key] = self.emit(s, False, "tool_call", lane, [],
                                               f"{tool.get('name') or 'tool'}({args_text or ''})", data, parent_idx)
-            result = a.get("gen_ai.tool.call.result", a.get("output.value"))
+            result = role_value(a, dialects.TOOL_RESULT)
+            if result is None:
+                result = _maybe_json(a.get("traceloop.entity.output") if entity else a.get("output.value"))
+            if result == {"result": None}:  # ADK's way of saying the tool returned nothing
+                result = None
             if result is not None or s.status.get("code") == STATUS_ERROR:
                 rdata: dict[str, Any] = {"otel": {"span_id": s.span_id, "trace_id": s.trace_id, "part": "result"},
                                          "tool": {k: tool[k] for k in ("name", "call_id") if k in tool},
@@ -745,10 +828,15 @@ class _RunBuilder:
                 else:
                     self.emit(s, True, "tool_result", lane, [], text, rdata, self.primary[key])
         elif op == "llm":
+            adk_out = _maybe_json(a.get("gcp.vertex.agent.llm_response"))
             data = {**data, "model": _str(a, "gen_ai.response.model", "gen_ai.request.model", "llm.model_name"),
                     "input_messages": _maybe_json(a.get("gen_ai.input.messages")) or unflatten(a, "llm.input_messages")
-                    or None, "output_messages": _maybe_json(a.get("gen_ai.output.messages"))
-                    or unflatten(a, "llm.output_messages") or None}
+                    or unflatten(a, "gen_ai.prompt") or dialects.adk_request_contents(a.get("gcp.vertex.agent.llm_request"))
+                    or _maybe_json(a.get("gcp.vertex.agent.data")) or None,
+                    "output_messages": _maybe_json(a.get("gen_ai.output.messages"))
+                    or unflatten(a, "llm.output_messages") or unflatten(a, "gen_ai.completion")
+                    or ([adk_out["content"]] if isinstance(adk_out, dict) and isinstance(adk_out.get("content"), dict)
+                        else None) or None}
             calls = tool_calls_text(data["output_messages"])
             self.primary[key] = self.emit(s, False, "message", lane, [], out or calls or inp, data, parent_idx)
         elif op == "a2a":
@@ -775,7 +863,21 @@ class _RunBuilder:
                 self.emit(s, True, "message", recipients[0], [actor], out,
                           {"otel": {"span_id": s.span_id, "trace_id": s.trace_id, "part": "output"}}, self.primary[key])
         else:
-            self.primary[key] = self.emit(s, False, "log", lane, [], s.name or op, data, parent_idx)
+            self.primary[key] = self.emit(s, False, "log", lane, [], inp or s.name or op, data, parent_idx)
+            if out is not None:
+                self.emit(s, True, "log", lane, [], out, {"otel": {"span_id": s.span_id, "trace_id": s.trace_id,
+                                                                   "part": "output"}}, self.primary[key])
+
+    def check_unmapped(self, s: Span) -> None:
+        """Count the attributes (and span event attributes) of `s` that carry text and map to nothing."""
+        for k in dialects.unmapped_text(s.attributes):
+            self.unmapped.setdefault(f"span attribute {k!r}", []).append(s.name or s.span_id)
+        for e in s.events:
+            if e.get("name") in dialects.MAPPED_EVENTS:
+                continue
+            for k in dialects.unmapped_text(e.get("attributes") or {}):
+                self.unmapped.setdefault(f"span event {e.get('name')!r} attribute {k!r}", []).append(
+                    s.name or s.span_id)
 
     def finish(self) -> dict[str, Any]:
         order = sorted(range(len(self.events)), key=lambda i: self.events[i][0])
@@ -803,6 +905,12 @@ class _RunBuilder:
                 resources.append(s.resource)
         if resources:
             meta["otel_resources"] = resources
+        for what, where in self.unmapped.items():
+            self.warnings.append(f"{what} carries text but maps to no event ({len(where)} span"
+                                 f"{'s' if len(where) != 1 else ''}, e.g. {where[0]!r}); kept in data.attributes"
+                                 if what.startswith("span attribute") else
+                                 f"{what} carries text but maps to no event ({len(where)} span"
+                                 f"{'s' if len(where) != 1 else ''}, e.g. {where[0]!r}); kept in data.span_events")
         if self.warnings:
             meta["import_warnings"] = self.warnings
         return {"run_id": self.run_id,
