@@ -38,7 +38,7 @@ from typing import Any
 
 from app.ingest.canonical import Location
 from app.ingest.items import ImportItem, error_item
-from app.ingest.otlp_dialects import part_of
+from app.ingest.readers.otlp_dialects import part_of
 from app.ingest.readers.base import NO, Reader, Sniff
 from app.ingest.readers.builder import RunBuilder, load_json_or_lines, peek_keys, peek_text
 

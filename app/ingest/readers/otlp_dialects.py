@@ -1,7 +1,7 @@
-"""The span attribute vocabularies the OTLP reader (app.ingest.otlp) maps, one table row per key.
+"""The span attribute vocabularies the OTLP reader (app.ingest.readers.otlp) maps, one table row per key.
 
 Each `Attr` row says which dialect writes the key, what part of the canonical record it feeds
-(`role`), and how its value is decoded (`decode`). `app.ingest.otlp` asks `first_value(attrs,
+(`role`), and how its value is decoded (`decode`). `app.ingest.readers.otlp` asks `role_text(attrs,
 role)` for a role's value (rows in table order: the first key present wins) and `unmapped_text`
 for every attribute that carries text but is in no row: those are reported as import warnings
 (the value stays in ``data.attributes``, and the warning says so), never kept there silently.
@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from typing import Any
 
-from app.ingest import safejson
+from app.ingest.safety import safejson
 
 #: roles: where a key's value goes
 INPUT = "input"            # the span's input text (content of a delegation / log; data.input_messages of an LLM call)
