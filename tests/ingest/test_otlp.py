@@ -163,5 +163,7 @@ def test_older_genai_conventions_prompt_attributes_and_events():
          "attributes": [{"key": "gen_ai.operation.name", "value": {"stringValue": "create_agent"}}]}]}]}]}
     spans, _ = spans_from_json(doc)
     run = build_runs(spans)["0af7651916cd43dd8448eb211c80319c"]
+    # the prompt, in no other span, is the user's turn (OpenLLMetry-style flattened prompt attributes)
     assert [(e["kind"], e["actor"], e["content"]) for e in run["events"]] == [
-        ("message", "old-app", "hi!"), ("log", "old-app", "create_agent x")]
+        ("message", "user", "hello?"), ("message", "old-app", "hi!"), ("log", "old-app", "create_agent x")]
+    assert run["principals"][0]["id"] == "user" and run["events"][0]["recipients"] == ["old-app"]

@@ -38,9 +38,9 @@ from typing import Any
 
 from app.ingest.canonical import Location
 from app.ingest.items import ImportItem, error_item
-from app.ingest.readers.otlp_dialects import part_of
 from app.ingest.readers.base import NO, Reader, Sniff
 from app.ingest.readers.builder import RunBuilder, load_json_or_lines, peek_keys, peek_text
+from app.ingest.readers.otlp_dialects import part_of
 
 USER = "user"
 TRANSFER_TOOLS = {"transfer_to_agent": "agent_name", "transfer_to_other_agent": "agent_name"}

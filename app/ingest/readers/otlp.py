@@ -440,6 +440,8 @@ def tool_calls_text(messages: Any) -> str | None:
                 out.append(f"{part.get('name')}({args if isinstance(args, str) else json.dumps(args)})")
         for tc in m.get("tool_calls") or []:
             fn = (tc.get("tool_call") or tc).get("function") if isinstance(tc, dict) else None
+            if not isinstance(fn, dict) and isinstance(tc, dict) and tc.get("name"):
+                fn = tc  # OpenLLMetry: gen_ai.completion.N.tool_calls.M.{id, name, arguments}
             if isinstance(fn, dict):
                 out.append(f"{fn.get('name')}({fn.get('arguments') or ''})")
     return "\n".join(out) if out else None
@@ -649,6 +651,9 @@ class _RunBuilder:
         self.transfers: dict[tuple[str, str], str] = {}  # tool span -> target agent
         self.handoffs: set[tuple[str, str]] = set()  # (from lane, target) of hand-offs seen
         self.unmapped: dict[str, list[str]] = {}  # "span attribute 'k'" -> names of the spans holding it
+        self.seen: set[str] = set()  # the texts events already show
+        self.service_lanes: set[str] = set()  # lanes named only by a resource's service.name
+        self.principals: dict[str, dict[str, Any]] = {}
         self.status = "completed"
 
     def parent(self, s: Span) -> Span | None:
@@ -665,8 +670,11 @@ class _RunBuilder:
             name = None  # a CLIENT A2A span names the remote agent; it runs in its caller's lane
         if name is None:
             p = self.parent(s) if depth < 500 else None
-            name = self.lane(p, depth + 1) if p is not None else (
-                _str(s.resource, "service.name") or "agent")
+            if p is not None:
+                name = self.lane(p, depth + 1)
+            else:
+                name = _str(s.resource, "service.name") or "agent"
+                self.service_lanes.add(name)
         self.lanes[key] = name
         return name
 
@@ -688,10 +696,48 @@ class _RunBuilder:
                 a["model"] = model
         return name
 
+    def who(self, name: str) -> str:
+        """A principal's id as it is, any other actor as an agent."""
+        return name if name in self.principals else self.agent(name)
+
+    def context(self, s: Span, lane: str, parent_idx: int | None) -> None:
+        """What an LLM span of a dialect without agent input spans (ADK, OpenLLMetry) was given
+        that no event of the run shows yet: the user's turns (a shared message from the principal
+        ``user`` to the agent), system instructions and other turns (the agent's private log)."""
+        a = s.attributes
+        turns: list[tuple[str, str]] = []
+        req = _maybe_json(a.get("gcp.vertex.agent.llm_request"))
+        if isinstance(req, dict):
+            cfg = req.get("config") if isinstance(req.get("config"), dict) else {}
+            sys_text = cfg.get("system_instruction", cfg.get("systemInstruction"))
+            sys_text = dialects.content_text(sys_text) if isinstance(sys_text, dict) else sys_text
+            if isinstance(sys_text, str) and sys_text.strip():
+                turns.append(("system", sys_text))
+            for c in dialects.adk_request_contents(req) or []:
+                t = dialects.content_text(c)
+                if t:
+                    turns.append((str(c.get("role") or "user"), t))
+        elif any(k.startswith("gen_ai.prompt.") for k in a):
+            for m in unflatten(a, "gen_ai.prompt") or []:
+                if isinstance(m, dict) and isinstance(m.get("content"), str) and m["content"].strip():
+                    turns.append((str(m.get("role") or "user"), m["content"]))
+        for role, text in turns:
+            if text.strip() in self.seen:
+                continue
+            d = {"otel": {"span_id": s.span_id, "trace_id": s.trace_id, "part": "input"}, "role": role}
+            if role == "user":
+                self.principals.setdefault("user", {"id": "user", "kind": "person",
+                                                    "name": "The user (role 'user' of the model input)"})
+                self.emit(s, False, "message", "user", [lane], text, d, parent_idx)
+            else:
+                self.emit(s, False, "log", lane, [], text, d, parent_idx)
+
     def emit(self, s: Span, at_end: bool, kind: str, actor: str, recipients: list[str], content: str | None,
              data: dict, parent_idx: int | None) -> int:
         t = s.end_ns if at_end and s.end_ns is not None else s.start_ns
-        ev = {"ts": iso_ns(t), "kind": kind, "actor": self.agent(actor), "recipients": [self.agent(r) for r in recipients],
+        if isinstance(content, str) and content.strip():
+            self.seen.add(content.strip())
+        ev = {"ts": iso_ns(t), "kind": kind, "actor": self.who(actor), "recipients": [self.who(r) for r in recipients],
               "visibility": "shared" if recipients else "private", "content": content, "data": data,
               "_parent_idx": parent_idx, "_ns": t}
         idx = len(self.events)
@@ -769,6 +815,8 @@ class _RunBuilder:
             if caller is None and parent is not None:
                 plane = self.lane(parent)
                 caller = plane if plane != lane else None
+                if caller in self.service_lanes and dialects.runner_agent_span(s.name, a):
+                    caller = None  # ADK's runner / OpenLLMetry's workflow span: nobody called the agent
             if caller is not None:
                 self.agent(caller, role=_str(a, "gen_ai.caller.type"))
             handed = (parent is not None and self.transfers.get((parent.trace_id, parent.span_id)) == lane) or (
@@ -825,7 +873,8 @@ class _RunBuilder:
                 if s.status.get("code") == STATUS_ERROR:
                     rdata["error"] = s.status.get("message") or _str(a, "error.type") or "error"
                 text = result if isinstance(result, str) else (
-                    json.dumps(result, ensure_ascii=False) if result is not None else rdata.get("error"))
+                    (dialects.entity_text(result) if entity else json.dumps(result, ensure_ascii=False))
+                    if result is not None else rdata.get("error"))
                 if target is not None:
                     self.emit(s, True, "message", target, [lane], text, rdata, self.primary[key])
                 else:
@@ -841,7 +890,11 @@ class _RunBuilder:
                     or ([adk_out["content"]] if isinstance(adk_out, dict) and isinstance(adk_out.get("content"), dict)
                         else None) or None}
             calls = tool_calls_text(data["output_messages"])
-            self.primary[key] = self.emit(s, False, "message", lane, [], out or calls or inp, data, parent_idx)
+            if "gcp.vertex.agent.llm_request" in a or any(k.startswith("gen_ai.prompt.") for k in a):
+                self.context(s, lane, parent_idx)
+            to_user = ["user"] if ("user" in self.principals and out and not calls
+                                   and not dialects.adk_response_calls(a.get("gcp.vertex.agent.llm_response"))) else []
+            self.primary[key] = self.emit(s, False, "message", lane, to_user, out or calls or inp, data, parent_idx)
         elif op == "a2a":
             remote = None
             if s.kind == KIND_CLIENT:
@@ -867,7 +920,7 @@ class _RunBuilder:
                           {"otel": {"span_id": s.span_id, "trace_id": s.trace_id, "part": "output"}}, self.primary[key])
         else:
             self.primary[key] = self.emit(s, False, "log", lane, [], inp or s.name or op, data, parent_idx)
-            if out is not None:
+            if out is not None and out.strip() not in self.seen:
                 self.emit(s, True, "log", lane, [], out, {"otel": {"span_id": s.span_id, "trace_id": s.trace_id,
                                                                    "part": "output"}}, self.primary[key])
 
@@ -921,7 +974,7 @@ class _RunBuilder:
                 "status": self.status,
                 "started_at": iso_ns(min(stamps)) if stamps else None,
                 "ended_at": iso_ns(max(ends)) if ends else None,
-                "principals": [], "agents": list(self.agents.values()), "events": events, "metadata": meta}
+                "principals": list(self.principals.values()), "agents": list(self.agents.values()), "events": events, "metadata": meta}
 
 
 def build_run(run_id: str, spans: list[Span]) -> dict[str, Any]:

@@ -255,6 +255,17 @@ def adk_response_text(value: Any) -> str | None:
     return err if isinstance(err, str) and err else None
 
 
+def adk_response_calls(value: Any) -> list[dict[str, Any]]:
+    doc = _json(value)
+    return content_calls(doc.get("content")) if isinstance(doc, dict) else []
+
+
+def runner_agent_span(name: str, attrs: dict[str, Any]) -> bool:
+    """An agent span of a dialect whose runner / workflow span above it is no agent (ADK's
+    ``agent_run [NAME]`` under ``invocation``, OpenLLMetry's agent under its workflow)."""
+    return bool(AGENT_SPAN_NAMES[0].match(name or "")) or str(attrs.get("traceloop.span.kind", "")).lower() == "agent"
+
+
 def adk_request_contents(value: Any) -> list[dict[str, Any]] | None:
     doc = _json(value)
     if isinstance(doc, dict) and isinstance(doc.get("contents"), list):
