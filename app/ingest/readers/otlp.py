@@ -48,6 +48,14 @@ Both turn into the same flat span dicts (`Span`), and `build_runs` maps spans on
   ``gen_ai.prompt.N.*`` / ``gen_ai.completion.N.*`` attributes or ``gen_ai.user.message`` /
   ``gen_ai.choice`` span events).
 
+  Which attribute feeds which of these, per dialect (GenAI, OpenInference, OpenLLMetry's
+  ``gen_ai.prompt.N`` / ``gen_ai.completion.N`` / ``traceloop.*``, Google ADK's ``gcp.vertex.agent.*``
+  and its ``agent_run [NAME]`` / ``call_llm`` / ``execute_tool NAME`` spans), is the table in
+  app.ingest.readers.otlp_dialects. For OpenLLMetry and ADK LLM spans, the user's turns and system
+  instructions the model was given that no event shows yet become events (a shared message from the
+  principal ``user``, a private log), and a final answer is a shared message to the user. An
+  attribute that carries text but is in no row of the table is an import warning.
+
   Every event's ``data`` keeps what has no canonical place: ``otel`` (trace/span/parent ids, name,
   kind, status, start and end in nanoseconds, scope) and ``attributes`` (all of them, verbatim),
   plus span ``events`` and ``links`` when present. Nothing is dropped.
