@@ -69,7 +69,7 @@ class JsonErrorRoute(APIRoute):
 
 
 async def _parse_json_body(request: Request) -> JSONResponse | None:
-    """Parse a JSON request body within the input limits (app.ingest.safejson) before FastAPI
+    """Parse a JSON request body within the input limits (app.ingest.safety.safejson) before FastAPI
     does: nesting deeper than MAX_JSON_DEPTH, a too-long string or integer answer 422 naming the
     field, instead of FastAPI's 400 after a RecursionError (or a ValueError from int())."""
     if request.method in SAFE_METHODS:
@@ -77,7 +77,7 @@ async def _parse_json_body(request: Request) -> JSONResponse | None:
     ctype = request.headers.get("content-type", "").split(";")[0].strip().lower()
     if not (ctype == "application/json" or ctype.endswith("+json")):
         return None
-    from app.ingest import safejson
+    from app.ingest.safety import safejson
 
     body = await request.body()
     if not body:

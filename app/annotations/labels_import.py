@@ -36,7 +36,7 @@ from app.annotations.service import (
 from app.auth.models import User
 from app.auth.service import MAX_USERNAME, judge_user
 from app.core.text import is_decimal
-from app.ingest import safejson
+from app.ingest.safety import safejson
 from app.taxonomies.models import Taxonomy
 
 COLUMNS = ("annotator", "run_id", "mode", "agent", "evidence", "taxonomy", "note", "confidence", "principals")
@@ -136,7 +136,7 @@ def unneutralise_formula(value: str) -> str:
 
 
 def _read_csv(text: str, filename: str) -> tuple[list[_Row], list[dict[str, str]]]:
-    from app.ingest.limits import input_limits
+    from app.ingest.safety.limits import input_limits
 
     # one field may be as long as a JSON string (MAX_STRING_BYTES); csv's own default is 128 KiB
     csv.field_size_limit(max(input_limits().max_string_bytes, 1 << 17))

@@ -44,7 +44,7 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
-from app.ingest import safejson
+from app.ingest.safety import safejson
 
 log = logging.getLogger(__name__)
 
@@ -330,7 +330,7 @@ class Proxy:
         """Records one exchange's envelopes, each tagged with the exchange's ``context`` (run) once
         an envelope names it (the request often does not: the server assigns the context). Call
         with None when the exchange is over (what is still held goes out untagged)."""
-        from app.ingest.wire import envelope_context
+        from app.ingest.readers.wire import envelope_context
 
         held: list[dict] = []
         state: dict[str, str | None] = {"ctx": None}

@@ -2,7 +2,7 @@
 
 Both paths keep every raw record (`capture_record`, unique per source and key, so a re-sent batch
 adds nothing), rebuild each run they touch from all of its records through the format's one
-importer (app.ingest.otlp / app.ingest.wire), fill it from the sidecar (app.ingest.sidecar), and
+importer (app.ingest.readers.otlp / app.ingest.readers.wire), fill it from the sidecar (app.ingest.sidecar), and
 store it with the one loader (`app.ingest.loader.store_live_run`). A run made this way has a
 `live_run` row: "recording" while records arrive, "final" after `capture_idle_seconds` without
 any, or when its A2A task reaches a terminal state. Only live runs are ever rewritten: a run id
@@ -25,7 +25,8 @@ from app.capture.models import CaptureError, CaptureRecord, LiveRun
 from app.ingest.canonical import Location, RunFormatError
 from app.ingest.items import item_from_raw
 from app.ingest.loader import RunConflict, store_live_run
-from app.ingest.otlp import Span, build_runs, dedupe, iso_ns
+from app.ingest.readers.otlp import Span, build_runs, dedupe, iso_ns
+from app.ingest.registry import registry
 from app.ingest.sidecar import apply_sidecar
 from app.runs.models import Run
 
@@ -161,7 +162,8 @@ def _ingest_spans(session: Session, spans: list[Span], sidecar: dict | None) -> 
     session.flush()
     traces = sorted({s.trace_id for s in new})
     rows = _records_where(session, col(CaptureRecord.stream).in_, traces)
-    first = build_runs(Span.from_json(r.payload) for r in rows)
+    build = _span_reader(new)
+    first = build([Span.from_json(r.payload) for r in rows])
     run_ids = set(first)
     # other traces already in the same conversations
     more = _records_where(session, col(CaptureRecord.run_key).in_, sorted(run_ids))
@@ -174,7 +176,7 @@ def _ingest_spans(session: Session, spans: list[Span], sidecar: dict | None) -> 
     records = list(by_id.values())
     spans_of = {r.id: Span.from_json(r.payload) for r in records}
     previous = {r.run_key for r in records if r.run_key}
-    runs = build_runs(spans_of.values())
+    runs = build(list(spans_of.values()))
     key_to_run: dict[str, str] = {}
     for rid, raw in runs.items():
         for e in raw["events"]:
@@ -196,6 +198,13 @@ def _ingest_spans(session: Session, spans: list[Span], sidecar: dict | None) -> 
     return result
 
 
+def _span_reader(spans: list[Span]):
+    """How the registry's reader for these spans (the built-in otlp reader unless a plugin scores
+    higher) turns spans into raw runs."""
+    pick = registry().pick_spans(spans)
+    return pick.reader.runs_from_spans if pick.reader is not None else build_runs
+
+
 def _records_where(session: Session, op, values: list[str]) -> list[CaptureRecord]:
     out: list[CaptureRecord] = []
     for i in range(0, len(values), _CHUNK):
@@ -209,7 +218,7 @@ def _records_where(session: Session, op, values: list[str]) -> list[CaptureRecor
 def ingest_envelopes(session: Session, stream: str, envelopes: list[dict], sidecar: dict | None = None) -> CaptureResult:
     """Keep wire-log envelopes (each with a unique ``id``) of one recorder stream and grow its runs.
 
-    The stream's records are read back in order and imported through app.ingest.wire exactly as a
+    The stream's records are read back in order and imported through app.ingest.readers.wire exactly as a
     wire-log file holding them would be."""
     with _LOCK:
         return _ingest_envelopes(session, stream, envelopes, sidecar)
@@ -217,7 +226,7 @@ def ingest_envelopes(session: Session, stream: str, envelopes: list[dict], sidec
 
 def _ingest_envelopes(session: Session, stream: str, envelopes: list[dict], sidecar: dict | None) -> CaptureResult:
     from app.ingest.a2a import contexts_of_list
-    from app.ingest.wire import as_body, iter_wire_file, unwrap_rest
+    from app.ingest.readers.wire import as_body, iter_wire_file, unwrap_rest
 
     result = CaptureResult()
     keys = [str(e.get("id")) for e in envelopes]

@@ -6,7 +6,7 @@ Answer, as OTLP/HTTP specifies, in the request's encoding: 200 with an ``ExportT
 (``partialSuccess.rejectedSpans`` and ``errorMessage`` when some spans could not be used); 400 with a
 ``google.rpc.Status`` for a body that does not decode; 401/403 for auth; 413 too large; 415 for
 another content type; 503 (retryable, ``Retry-After``) when the database is unavailable. The spans
-go through app.ingest.otlp (the same mapping as trace files) into growing runs (app.capture.service).
+go through app.ingest.readers.otlp (the same mapping as trace files) into growing runs (app.capture.service).
 """
 from __future__ import annotations
 
@@ -24,8 +24,8 @@ from starlette.concurrency import run_in_threadpool
 from app.auth.service import user_for_token
 from app.core.config import get_settings
 from app.core.db import session_scope
-from app.ingest import safejson
-from app.ingest.otlp import OtlpFormatError, read_body
+from app.ingest.readers.otlp import OtlpFormatError, read_body
+from app.ingest.safety import safejson
 from app.ingest.sidecar import SidecarError, check_sidecar, load_sidecar
 
 log = logging.getLogger(__name__)
@@ -186,7 +186,7 @@ async def otlp_traces(request: Request) -> Response:
 def _spans_in(spans, run_ids: list[str]) -> int:
     if not run_ids:
         return 0
-    from app.ingest.otlp import group_runs
+    from app.ingest.readers.otlp import group_runs
 
     groups = group_runs(spans)
     return sum(len(groups.get(r, [])) for r in run_ids)

@@ -14,8 +14,8 @@ def estimate_runs(paths) -> int | None:
     import os
 
     from app.ingest import detect_format
-    from app.ingest.jsonio import canonical_layout
-    from app.ingest.tree import METADATA_NAMES
+    from app.ingest.readers.canonical import canonical_layout
+    from app.ingest.readers.tree import METADATA_NAMES
 
     total = 0
     for p in paths:
@@ -23,13 +23,16 @@ def estimate_runs(paths) -> int | None:
             for _root, _dirs, files in os.walk(p):
                 total += any(f.lower() in METADATA_NAMES for f in files)
             continue
-        if detect_format(p) != "canonical":
+        try:
+            if detect_format(p) != "canonical":
+                return None
+        except ValueError:
             return None
         layout = canonical_layout(p)
         if layout == "object":
             total += 1
         elif layout == "jsonl":
-            from app.ingest.safejson import bounded_lines
+            from app.ingest.safety.safejson import bounded_lines
 
             with open(p, "rb") as f:  # a line longer than MAX_RECORD_BYTES counts without being held
                 total += sum(1 for line in bounded_lines(f) if not isinstance(line, bytes) or line.strip())
@@ -84,14 +87,25 @@ class _Progress:
             click.echo("", err=True)
 
 
+def _check_format(ctx, param, value):
+    if value is None:
+        return None
+    from app.ingest.registry import UnknownReader, registry
+
+    try:
+        registry().get(value)
+    except UnknownReader as exc:
+        raise click.BadParameter(str(exc)) from None
+    return value
+
+
 @click.command("import")
 @click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True))
-@click.option("--format", "fmt",
-              type=click.Choice(["canonical", "tree", "wire", "mad", "whowhen", "otlp", "openinference"]),
-              default=None,
-              help="Force the input format (default: detected per path): mad = MAST's MAD files (full or "
-                   "human-labelled), whowhen = Who&When records; otlp and openinference read OpenTelemetry "
-                   "trace files (OTLP/JSON) with GenAI or OpenInference attributes.")
+@click.option("--format", "fmt", default=None, metavar="READER", callback=_check_format,
+              help="Force the reader (default: the reader the registry picks per path; `a2annotate inspect "
+                   "--readers` lists them): canonical, tree, wire, mad (MAST's MAD files), whowhen (Who&When "
+                   "records), otlp or openinference (OpenTelemetry trace files), or any installed reader "
+                   "plugin's name (entry point group a2annotate.readers).")
 @click.option("--mapping", type=click.Path(exists=True, dir_okay=False), default=None,
               help="Mapping file (YAML/JSON) naming files of a per-run directory tree.")
 @click.option("--replace", is_flag=True, help="Overwrite runs already stored with different content.")

@@ -63,7 +63,7 @@ class Settings(BaseSettings):
     detectors: str = ""
     #: Largest body of any other request (forms, JSON bodies), in bytes; counted while it arrives.
     max_request_bytes: int = Field(16 * 1024 * 1024, ge=1024)
-    #: Input limits, enforced while parsing (app/ingest/limits.py, app/ingest/safejson.py); a breach
+    #: Input limits, enforced while parsing (app/ingest/safety/limits.py, app/ingest/safety/safejson.py); a breach
     #: rejects the run, line or file with an error naming file, line and field (4xx on the API).
     #: Deepest nesting of arrays/objects in one run, line or document (at most 500).
     max_json_depth: int = Field(64, ge=1, le=500)

@@ -26,7 +26,7 @@ from sqlmodel import Session
 
 from app.annotations.models import Annotation, Label
 from app.auth.models import User
-from app.ingest.mad import JUDGE_SOURCE, trajectory_from_events
+from app.ingest.readers.mad import JUDGE_SOURCE, trajectory_from_events
 from app.runs.models import Agent, Event, Run
 from app.taxonomies.models import Taxonomy
 

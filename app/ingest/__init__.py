@@ -1,21 +1,19 @@
-"""Import parsing (pure, no database) and writers for the three input shapes.
+"""Import: source formats -> the canonical run record -> the database, through one loader.
 
-Public API:
+Layout:
 
-* `normalize_run(obj, location) -> dict`, `content_hash(run) -> str`, `RunFormatError`
-  (app.ingest.canonical);
-* `ImportItem`, `ReadSummary` (app.ingest.items);
-* `detect_format(path)`, `iter_path(path, format=None, mapping=None)`,
-  `iter_bytes(data, filename, content_type)` (app.ingest.detect);
-* writers `write_json_array`, `write_jsonl`, `write_files`, `write_tree`, `write_wire`
-  (app.ingest.writers).
-
-Directory trees are read leniently (app.ingest.lenient) through an import profile
-(app.ingest.profile: `load_profile`, built-in profiles in app/ingest/profiles/); `iter_path(...,
-profile=...)` takes one, else the profile app.ingest.inspect infers is used (`inspect_tree`,
-`infer_profile`, `render`, `profile_text` back `a2annotate inspect`).
-
-The database loader lives in app.ingest.loader.
+* the canonical record (`app.ingest.canonical`: `normalize_run`, `content_hash`, `RunFormatError`),
+  what readers yield (`app.ingest.items`: `ImportItem`, `ReadSummary`), the loader
+  (`app.ingest.loader`, the one path into the database) and the writers (`app.ingest.writers`);
+* the readers, one module per source format, in `app.ingest.readers` (the interface:
+  `app.ingest.readers.base`); the registry that finds them, built-ins and users' plugins alike,
+  through the entry point group ``a2annotate.readers`` (`app.ingest.registry`);
+* detection and the entry points `detect_format(path)`, `iter_path(path, format=None, ...)`,
+  `iter_bytes(data, filename, content_type)` (`app.ingest.detect`, asking the registry);
+* the parsing safety layer (input limits, bounded JSON and YAML) in `app.ingest.safety`;
+* import profiles for directory trees (`app.ingest.profile`, built-ins in app/ingest/profiles/,
+  read by `app.ingest.profiled`), the lenient normalizer (`app.ingest.lenient`) and the
+  inspector (`app.ingest.inspect`, backing `a2annotate inspect`).
 """
 from app.ingest.canonical import Location, RunFormatError, content_hash, normalize_run
 from app.ingest.detect import detect_format, iter_bytes, iter_path

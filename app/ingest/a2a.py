@@ -11,7 +11,7 @@ in camelCase):
   (``message``, ``task``, ``status-update``, ``artifact-update``); roles ``user`` / ``agent``;
   parts ``{"kind": "text"|"data"|"file", ...}``; states such as ``input-required``.
 
-Everything here is pure dict manipulation; `app.ingest.wire` turns these objects into events.
+Everything here is pure dict manipulation; `app.ingest.readers.wire` turns these objects into events.
 """
 from __future__ import annotations
 

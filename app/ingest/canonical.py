@@ -477,7 +477,7 @@ class _Normalizer:
 
     def events(self, raw: Any, actors: set[str]) -> list[dict[str, Any]]:
         items = self.list_of_objects(raw, "events")
-        from app.ingest.limits import input_limits
+        from app.ingest.safety.limits import input_limits
 
         most = input_limits().max_events_per_run
         if len(items) > most:

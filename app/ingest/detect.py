@@ -1,18 +1,16 @@
-"""Format detection and the entry points `iter_path` and `iter_bytes`.
+"""Format detection and the entry points `iter_path` and `iter_bytes`, through the reader registry.
 
-`detect_format(path)`: a directory (or a .zip archive, read as the directory it holds) is
-"tree"; for a file the first non-blank line decides: ``[`` -> "canonical" (JSON array); SSE
-(``data:``/``event:``/``id:`` lines) -> "wire"; a JSON object with ``jsonrpc``, an envelope
-``body``, ``type: run_context|agent_card`` or an agent card -> "wire"; an object with
-``resourceSpans`` (an OTLP/JSON trace export, as the collector's file exporter writes it) -> "otlp"
-(`--format openinference` reads the same files: one mapping in app.ingest.otlp); any other object (a run,
-with ``run_id``) -> "canonical", unless the (first) record has the keys of one of the field's
-datasets: MAST's MAD (``mast_annotation``, or ``round`` + ``annotations``) -> "mad", Who&When
-(``history`` + ``mistake_agent``/``mistake_step``/``question_ID``) -> "whowhen". A pretty-printed single object is sniffed by its top-level keys.
+Which reader takes a path is asked of the registry (app.ingest.registry): every registered reader
+(built-ins and plugins alike, entry point group ``a2annotate.readers``) sniffs it and the highest
+score wins. `detect_format(path)` returns that reader's name; a path no reader takes is refused
+with every reader's reason and a pointer to `a2annotate inspect`. ``--format NAME`` (`iter_path(...,
+format=NAME)`) names any registered reader (or an alias: ``openinference`` is the ``otlp`` reader).
 
-Directories: run directories go to the tree reader (with the import profile given, or the one
-inferred for the tree); every other file is sniffed and, when it is canonical or wire data, read
-as such (so a directory written by `write_files` reads back); the rest is reported as unused.
+Directories (and .zip archives, read as the directory they hold): a reader with `reads_dirs`
+that scores above the tree reader takes the whole directory; otherwise run directories go to the
+tree reader (with the import profile given, or the one inferred for the tree) and every other
+file is read by the reader the registry picks for it (the forced format, if one was given), so
+a directory written by `write_files` reads back; files no reader takes are reported as unused.
 """
 from __future__ import annotations
 
@@ -26,143 +24,55 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from app.core.scratch import process_dir
-from app.ingest import safejson
-from app.ingest.a2a import looks_like_agent_card
 from app.ingest.canonical import RunFormatError
 from app.ingest.items import ImportItem, ReadSummary, error_item
-from app.ingest.jsonio import BOM, iter_canonical_file
-from app.ingest.limits import InputLimits, input_limits
-from app.ingest.mad import iter_mad_file, looks_like_mad_keys
-from app.ingest.otlp import iter_otlp_file, looks_like_otlp
-from app.ingest.tree import Mapping, iter_tree, load_mapping
-from app.ingest.whowhen import iter_whowhen_file, looks_like_whowhen_keys
-from app.ingest.wire import iter_wire_file
+from app.ingest.readers.tree import Mapping, iter_tree, load_mapping
+from app.ingest.registry import Pick, UnknownReader, declined_message, registry
+from app.ingest.safety.limits import InputLimits, input_limits
 
-FORMATS = ("canonical", "tree", "wire", "mad", "whowhen", "otlp", "openinference")
-#: formats of the field's published datasets, recognised by the keys of their first record
-DATASET_FORMATS = ("mad", "whowhen")
-OTLP_FORMATS = ("otlp", "openinference")  # one reader: app.ingest.otlp maps GenAI semconv and OpenInference
-MAX_ZIP_BYTES = 2 << 30  # the default of the setting MAX_ZIP_BYTES (app.ingest.limits)
+TREE = "tree"
+MAX_ZIP_BYTES = 2 << 30  # the default of the setting MAX_ZIP_BYTES (app.ingest.safety.limits)
 ZIP_TYPES = ("application/zip", "application/x-zip-compressed", "application/x-zip")
-_SSE_START = (b"data:", b"event:", b"id:", b"retry:", b":")
 
 
-def _classify_object(obj: Any) -> str:
-    if not isinstance(obj, dict):
-        return "canonical"
-    if looks_like_otlp(obj):
-        return "otlp"
-    if "jsonrpc" in obj or obj.get("type") in ("run_context", "agent_card"):
-        return "wire"
-    if isinstance(obj.get("body"), dict) or looks_like_agent_card(obj):
-        return "wire"
-    return "canonical"
+def format_names() -> list[str]:
+    """Every name `--format` takes (registered readers and their aliases)."""
+    return registry().names()
 
 
-def _top_level_keys(path: str | os.PathLike, limit: int = 64) -> set[str]:
-    # not ijson: its C backend segfaults on an integer of more than 4,300 digits (app.ingest.safejson)
-    try:
-        with open(path, "rb") as f:
-            return safejson.top_level_keys(f, limit)
-    except (ValueError, OSError):
-        return set()
-
-
-def _first_record_keys(path: str | os.PathLike, limit: int = 64) -> set[str]:
-    """The top-level keys of the file's object, or of the first object of its top-level array
-    (or of its first JSON line); read with safejson, never ijson (see `_top_level_keys`)."""
-    try:
-        with open(path, "rb") as f:
-            return safejson.top_level_keys(f, limit, max_bytes=1 << 20, stop=("run_id",), first_record=True)
-    except (ValueError, OSError):
-        return set()
-
-
-def dataset_format(path: str | os.PathLike) -> str | None:
-    """Returns "mad" or "whowhen" when the file's (first) record has that dataset's keys, else None."""
-    keys = _first_record_keys(path)
-    if looks_like_whowhen_keys(keys):
-        return "whowhen"
-    if looks_like_mad_keys(keys):
-        return "mad"
-    return None
+def pick_reader(path: str | os.PathLike) -> Pick:
+    """The registry's choice for `path` (None when no reader takes it) and every reader's answer."""
+    return registry().pick(path)
 
 
 def sniff_file(path: str | os.PathLike) -> str | None:
-    """Return "canonical", "wire", "otlp", "mad", "whowhen" or None (not JSON / SSE data) for one file."""
-    fmt = _sniff_file(path)
-    if fmt == "canonical":
-        return dataset_format(path) or fmt
-    return fmt
-
-
-def _sniff_file(path: str | os.PathLike) -> str | None:
-    try:
-        with open(path, "rb") as f:
-            first = b""
-            while raw := f.readline(1 << 20):  # the start of a line is enough (never a whole long line)
-                s = raw.strip()
-                if not first and s.startswith(BOM):
-                    s = s[3:].strip()
-                if s:
-                    first = s
-                    break
-    except OSError:
-        return None
-    if not first:
-        return None
-    if first.startswith(b"["):
-        return "canonical"
-    if first.startswith(_SSE_START):
-        return "wire"
-    if not first.startswith(b"{"):
-        return None
-    try:
-        return _classify_object(safejson.loads(first))
-    except (ValueError, UnicodeDecodeError):
-        keys = _top_level_keys(path)
-        if "resourceSpans" in keys:
-            return "otlp"
-        if keys & {"jsonrpc", "body"}:
-            return "wire"
-        if "type" in keys or "name" in keys:
-            try:
-                with open(path, "rb") as f:
-                    return _classify_object(safejson.load(f))
-            except (ValueError, OSError):
-                return "canonical"
-        return "canonical"
+    """The name of the reader the registry picks for one file, or None when none takes it."""
+    return registry().pick(path, dirs=False).name
 
 
 def detect_format(path: str | os.PathLike) -> str:
-    """Return "canonical", "tree", "wire", "mad" or "whowhen" for a path; raises RunFormatError
-    when it cannot tell."""
-    if os.path.isdir(path) or (os.path.isfile(path) and zipfile.is_zipfile(path)):
-        return "tree"
-    fmt = sniff_file(path)
-    if fmt is None:
-        raise RunFormatError(os.fspath(path), "cannot tell the format: not JSON, JSON Lines or an SSE stream")
-    return fmt
+    """The name of the reader that takes `path` ("canonical", "tree", "wire", "mad", "whowhen",
+    "otlp" or a plugin's); raises RunFormatError naming every reader tried when none does."""
+    pick = pick_reader(path)
+    if pick.reader is None:
+        raise RunFormatError(os.fspath(path), declined_message(os.fspath(path), pick.tried))
+    return pick.name
 
 
 def _read_file(path: Path, shown: str, fmt: str | None) -> Iterator[ImportItem]:
-    fmt = fmt or sniff_file(path)
-    if fmt == "canonical":
-        return iter_canonical_file(path, shown)
-    if fmt == "wire":
-        return iter_wire_file(path, shown)
-    if fmt == "mad":
-        return iter_mad_file(path, shown)
-    if fmt == "whowhen":
-        return iter_whowhen_file(path, shown)
-    if fmt in OTLP_FORMATS:
-        return iter_otlp_file(path, shown)
-    return iter([error_item(shown, "cannot tell the format: not JSON, JSON Lines or an SSE stream")])
+    if fmt is not None:
+        reader = registry().get(fmt)
+    else:
+        pick = registry().pick(path, dirs=False)
+        if pick.reader is None:
+            return iter([error_item(shown, declined_message(shown, pick.tried))])
+        reader = pick.reader
+    return iter(reader.read(path, shown))
 
 
 def _iter_dir(path: str | os.PathLike, shown: str, fmt: str | None, mapping: Mapping,
               profile: Any = None, budget: ZipBudget | None = None) -> Iterator[ImportItem]:
-    loose_fmt = fmt if fmt in ("canonical", "wire", *DATASET_FORMATS, *OTLP_FORMATS) else None
+    loose_fmt = fmt if fmt is not None and fmt != TREE else None
 
     def loose(p: Path, name: str) -> Iterator[ImportItem] | None:
         if p.name == "agent-card.json" and p.parent.name == ".well-known":
@@ -171,10 +81,26 @@ def _iter_dir(path: str | os.PathLike, shown: str, fmt: str | None, mapping: Map
             return iter(()) if logs else None
         if zipfile.is_zipfile(p):
             return _iter_zip(p, name, mapping, profile=profile, budget=budget)
-        f = loose_fmt or sniff_file(p)
-        return _read_file(p, name, f) if f else None
+        if loose_fmt:
+            return _read_file(p, name, loose_fmt)
+        pick = registry().pick(p, dirs=False)
+        return iter(pick.reader.read(p, name)) if pick.reader is not None else None
 
     return iter_tree(path, mapping, display=shown, loose=loose, profile=profile)
+
+
+def read_tree(path: str | os.PathLike, shown: str, mapping: Any = None, profile: Any = None,
+              fmt: str | None = None) -> Iterator[ImportItem]:
+    """The tree reader's work: a directory or a zip archive holding one (see the module docstring)."""
+    p = Path(path)
+    mp = load_mapping(mapping)
+    if profile is not None:
+        from app.ingest.profile import load_profile
+
+        profile = load_profile(profile)
+    if p.is_dir():
+        return _iter_dir(p, shown, fmt, mp, profile)
+    return _iter_zip(p, shown, mp, fmt, profile)
 
 
 class ZipBudget:
@@ -257,15 +183,19 @@ def iter_path(path: str | os.PathLike, format: str | None = None,
               profile: Any = None) -> Iterator[ImportItem]:
     """Yield an ImportItem per run (or per rejected run) read from a file, directory or zip.
 
-    `format` forces one of FORMATS ("canonical", "wire", "mad", "whowhen", "otlp", "openinference"
-    or "tree"; for a directory it applies to the loose files);
-    `mapping` is the tree mapping file (path or dict); `profile` the import profile for trees
-    (path, built-in name or Profile; default: inferred per tree); `summary`, when given, is
-    filled as the items go by (runs, errors, unused files, warnings). Raises ValueError for an unknown format or a
-    malformed mapping; everything else wrong with the input comes back as error items.
+    `format` forces a registered reader by name (`format_names()`: "canonical", "wire", "mad",
+    "whowhen", "otlp"/"openinference", "tree", or a plugin's; for a directory it applies to the
+    loose files unless the reader reads whole directories); `mapping` is the tree mapping file
+    (path or dict); `profile` the import profile for trees (path, built-in name or Profile;
+    default: inferred per tree); `summary`, when given, is filled as the items go by (runs,
+    errors, unused files, warnings). Raises ValueError for an unknown format or a malformed
+    mapping; everything else wrong with the input comes back as error items.
     """
-    if format is not None and format not in FORMATS:
-        raise ValueError(f"unknown format {format!r}; expected one of {', '.join(FORMATS)}")
+    if format is not None:
+        try:
+            registry().get(format)
+        except UnknownReader as exc:
+            raise ValueError(str(exc)) from None
     mp = load_mapping(mapping)
     if profile is not None:
         from app.ingest.profile import load_profile
@@ -280,16 +210,28 @@ def iter_path(path: str | os.PathLike, format: str | None = None,
 
 
 def _iter_path(path: Path, shown: str, fmt: str | None, mp: Mapping, profile: Any = None) -> Iterator[ImportItem]:
+    reg = registry()
+    forced = reg.get(fmt) if fmt is not None else None
     if path.is_dir():
+        if forced is not None and getattr(forced, "reads_dirs", False) and forced.name != TREE:
+            yield from forced.read(path, shown)
+            return
+        if forced is None:
+            pick = reg.pick(path, dirs=True)
+            if pick.reader is not None and pick.name != TREE:
+                yield from pick.reader.read(path, shown)
+                return
         yield from _iter_dir(path, shown, fmt, mp, profile)
     elif not path.exists():
         yield error_item(shown, "no such file or directory")
-    elif zipfile.is_zipfile(path):
-        yield from _iter_zip(path, shown, mp, fmt, profile)
-    elif fmt == "tree":
+    elif forced is not None and forced.name != TREE and not zipfile.is_zipfile(path):
+        yield from forced.read(path, shown)
+    elif forced is not None and forced.name == TREE and not zipfile.is_zipfile(path):
         yield error_item(shown, "a tree must be a directory or a zip archive")
+    elif zipfile.is_zipfile(path) and (forced is not None or reg.pick(path, dirs=False).name in (TREE, None)):
+        yield from _iter_zip(path, shown, mp, fmt, profile)
     else:
-        yield from _read_file(path, shown, fmt)
+        yield from _read_file(path, shown, None)
 
 
 def iter_bytes(data: bytes, filename: str = "upload", content_type: str = "", *,

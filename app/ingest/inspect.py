@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from app.ingest import safejson
 from app.ingest.profile import Profile, dump_profile, load_profile
+from app.ingest.safety import safejson
 
 SAMPLE_RUNS = 25
 _RECORD_LISTS = {"messages", "events", "turns", "steps", "records", "items", "results", "checks", "judgments",
@@ -151,7 +151,7 @@ def _walk(root: Path):
 
 def has_builtin_names(root: Path) -> bool:
     """True when some directory holds a run metadata file by a2annotate's own names."""
-    from app.ingest.tree import METADATA_NAMES
+    from app.ingest.readers.tree import METADATA_NAMES
 
     for _here, files in _walk(root):
         if any(f.lower() in METADATA_NAMES for f in files):
@@ -476,7 +476,7 @@ def inspect_tree(root: str | os.PathLike, taxonomy: Any = None) -> Inspection:
         ins.builtin = True
         ins.profile = load_profile("a2annotate")
         ins.profile.inferred = True
-        from app.ingest.tree import builtin_role, is_run_dir, load_mapping
+        from app.ingest.readers.tree import builtin_role, is_run_dir, load_mapping
 
         mp = load_mapping(None)
         for here, files in _walk(root):

@@ -27,7 +27,7 @@ from app.ingest.canonical import (
     parse_ts,
     ts_order,
 )
-from app.ingest.limits import storage_problem
+from app.ingest.safety.limits import storage_problem
 
 #: values the database cannot hold that can be kept aside (ids cannot: the run is rejected)
 _MOVABLE = re.compile(r"^(events\[\d+\]\.(hop|parent_seq|ts)|agents\[\d+\]\.(model|harness|role)|"

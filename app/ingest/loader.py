@@ -22,7 +22,7 @@ from sqlmodel import Session, select
 
 from app.core.db import TransactionClock, write_session
 from app.ingest.canonical import RunFormatError, canonical_json, canonical_json_bytes, compact_json
-from app.ingest.limits import storage_problem
+from app.ingest.safety.limits import storage_problem
 from app.runs.models import Agent, Audit, Check, Event, Principal, Run, Scenario, utcnow
 
 
@@ -188,7 +188,7 @@ def store_run(session: Session, run: dict[str, Any], *, replace: bool = False, s
               after_store: Callable[[Session, Run, dict, dict], None] | None = None,
               cache: dict | None = None) -> str:
     """Store one normalized run. Returns "imported", "unchanged" or "replaced"; raises RunConflict,
-    or RunFormatError (with `field`) for a value the database cannot store (see app.ingest.limits)."""
+    or RunFormatError (with `field`) for a value the database cannot store (see app.ingest.safety.limits)."""
     digest = _prepare(run)[1]
     existing = session.exec(select(Run).where(Run.run_id == run["run_id"])).first()
     if existing is not None:

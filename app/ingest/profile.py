@@ -7,7 +7,7 @@ per-principal outcomes and private state come from, and how audits map. The refe
 docs/importing.md; the JSON Schema is `PROFILE_SCHEMA` (a bad key is named by its path).
 
 Built-in profiles are data files in ``app/ingest/profiles/*.yaml``; ``a2annotate`` is the
-project's own layout (the names `app.ingest.tree` recognises). Pure: no database.
+project's own layout (the names `app.ingest.readers.tree` recognises). Pure: no database.
 """
 from __future__ import annotations
 

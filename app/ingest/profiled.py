@@ -1,6 +1,6 @@
 """Reading one run directory (and finding run directories) as an import profile says.
 
-Part of the tree reader (`app.ingest.tree.iter_tree` calls it for every profile that is not the
+Part of the tree reader (`app.ingest.readers.tree.iter_tree` calls it for every profile that is not the
 built-in names). Every file plays the role its first matching ``files`` glob gives; records are
 mapped key by key (``keys``), values through the vocabularies (``values``); what does not map is
 kept (in the record's metadata, run ``metadata``, or as a ``log`` event) and reported as a warning
@@ -17,12 +17,12 @@ from collections import Counter
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from app.ingest import safejson
 from app.ingest.canonical import Location, RunFormatError, epoch_to_iso, ts_key, ts_order
 from app.ingest.items import ImportItem
 from app.ingest.lenient import normalize_lenient
 from app.ingest.profile import Profile, dotted_get, dotted_pop, fill, key_candidates
-from app.ingest.tree import artifact_event, load_doc
+from app.ingest.readers.tree import artifact_event, load_doc
+from app.ingest.safety import safejson
 
 _LIST_KEYS = ("events", "messages", "conversation", "turns", "steps", "records", "items", "results", "checks",
               "judgments", "judgements", "audits", "hops", "entries", "data")

@@ -33,7 +33,7 @@ from typing import Any
 
 from app.ingest.a2a import build_message, build_message_response, build_send_request
 from app.ingest.canonical import EVENT_KEYS, Location
-from app.ingest.wire import ContextBuilder
+from app.ingest.readers.wire import ContextBuilder
 
 _SAFE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,79}")
 

@@ -11,7 +11,7 @@ from app.annotations.assignments import create_assignments
 from app.auth.service import create_token
 from app.capture.models import CaptureError, LiveRun
 from app.capture.service import capture_summary, finalize_idle, ingest_spans, is_recording
-from app.ingest.otlp import spans_from_json
+from app.ingest.readers.otlp import spans_from_json
 from app.main import create_app
 from app.runs.service import RunFilter
 from app.taxonomies.service import latest
@@ -81,7 +81,7 @@ def test_captured_run_never_overwrites_an_imported_one(engine):
     from tests.e2e.live import load_runs
 
     spans = _spans()
-    from app.ingest.otlp import build_runs
+    from app.ingest.readers.otlp import build_runs
 
     raw = build_runs(spans)[otlp_gen.SESSION]
     raw["events"] = raw["events"][:1]
@@ -121,7 +121,7 @@ def test_wire_capture_rebuilds_only_touched_contexts_and_matches_the_file(engine
     from app.capture.models import CaptureError
     from app.capture.service import ingest_envelopes
     from app.ingest import iter_path
-    from app.ingest.wire import envelope_context
+    from app.ingest.readers.wire import envelope_context
     from app.runs.service import get_run, to_canonical
 
     path = Path(__file__).parents[1] / "ingest" / "data" / "wire" / "rest_binding.jsonl"

@@ -9,7 +9,7 @@ import re
 import pytest
 
 from app.ingest import detect_format, iter_path
-from app.ingest.mad import split_trajectory, style_for, taxonomy_for_round
+from app.ingest.readers.mad import split_trajectory, style_for, taxonomy_for_round
 
 from .conftest import DATA, stored_labels
 

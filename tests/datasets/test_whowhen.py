@@ -8,7 +8,7 @@ import json
 from sqlmodel import Session
 
 from app.ingest import detect_format, iter_path
-from app.ingest.mad import parse_role
+from app.ingest.readers.mad import parse_role
 
 from .conftest import DATA, stored_labels
 

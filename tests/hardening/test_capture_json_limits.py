@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from app.capture import proxy, views
-from app.ingest import otlp
+from app.ingest.readers import otlp
 
 DEEP = "[" * 100_000 + "]" * 100_000
 

@@ -1,4 +1,4 @@
-"""Input limits enforced while parsing (app.ingest.safejson), before structures are built."""
+"""Input limits enforced while parsing (app.ingest.safety.safejson), before structures are built."""
 from __future__ import annotations
 
 import io
@@ -10,8 +10,8 @@ import tracemalloc
 import pytest
 
 from app.ingest import iter_path
-from app.ingest.limits import InputLimits
-from app.ingest.safejson import JSONLimitError, iter_array, loads
+from app.ingest.safety.limits import InputLimits
+from app.ingest.safety.safejson import JSONLimitError, iter_array, loads
 from tests.hardening import hostile
 
 
@@ -173,7 +173,7 @@ def test_an_array_element_or_one_run_file_over_max_record_bytes(tmp_path, monkey
 
 
 def test_yaml_in_a_run_directory_refuses_aliases_and_deep_nesting(tmp_path):
-    from app.ingest.safeyaml import load
+    from app.ingest.safety.safeyaml import load
 
     laughs = "a: &a [x,x,x,x,x,x,x,x,x]\n" + "".join(
         f"{chr(98 + i)}: &{chr(98 + i)} [" + ",".join(["*" + chr(97 + i)] * 9) + "]\n" for i in range(8))

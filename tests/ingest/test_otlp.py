@@ -1,4 +1,4 @@
-"""OTLP/JSON and OpenInference trace files -> canonical runs (app.ingest.otlp), via iter_path, the CLI
+"""OTLP/JSON and OpenInference trace files -> canonical runs (app.ingest.readers.otlp), via iter_path, the CLI
 and POST /api/v1/imports. Fixtures: made with the real opentelemetry-sdk (otlp_gen) or by hand."""
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from fastapi.testclient import TestClient
 from sqlmodel import Session
 
 from app.ingest import detect_format, iter_path
-from app.ingest.otlp import attributes_dict, build_runs, norm_id, spans_from_json, unflatten
+from app.ingest.readers.otlp import attributes_dict, build_runs, norm_id, spans_from_json, unflatten
 
 from . import otlp_gen
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from app.ingest import iter_path
-from app.ingest.tree import MappingError, builtin_role, load_mapping
+from app.ingest.readers.tree import MappingError, builtin_role, load_mapping
 
 DATA = Path(__file__).parent / "data"
 RELEASE = DATA / "tree_release"

@@ -53,11 +53,11 @@ import os
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from app.ingest import safejson
 from app.ingest.canonical import SYSTEM_ACTOR, Location, epoch_to_iso
 from app.ingest.items import ImportItem, error_item, item_from_raw
-from app.ingest.jsonio import BOM
-from app.ingest.limits import input_limits
+from app.ingest.readers.canonical import BOM
+from app.ingest.safety import safejson
+from app.ingest.safety.limits import input_limits
 
 __all__ = ["RunBuilder", "as_text", "text_leaves", "load_json", "peek_keys", "peek_text"]
 

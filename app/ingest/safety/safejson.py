@@ -27,7 +27,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import IO, Any
 
-from app.ingest.limits import InputLimits, input_limits
+from app.ingest.safety.limits import InputLimits, input_limits
 
 BOM = b"\xef\xbb\xbf"
 #: everything that is not a bracket, strings skipped whole (possessive: never backtracks)

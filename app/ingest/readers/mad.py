@@ -38,12 +38,15 @@ import os
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
-from app.ingest import safejson
 from app.ingest.canonical import Location, parse_ts
 from app.ingest.items import ImportItem, error_item, item_from_raw
-from app.ingest.jsonio import BOM
+from app.ingest.readers import peek
+from app.ingest.readers.base import Reader, Sniff
+from app.ingest.readers.canonical import BOM
+from app.ingest.safety import safejson
 
 JUDGE_SOURCE = "mast-llm"
 HUMAN_PREFIX = "mad:"
@@ -654,3 +657,21 @@ def iter_mad_file(path: str | os.PathLike, display: str | None = None) -> Iterat
             yield error_item(Location(name, lineno), f"not valid JSON: {exc.msg} (column {exc.colno})")
             continue
         yield record_to_item(rec, Location(name, lineno))
+
+
+class MadReader(Reader):
+    """MAST's MAD dataset files (full and human-labelled)."""
+
+    name = "mad"
+    description = "MAST's MAD dataset: MAD_full_dataset.json and MAD_human_labelled_dataset.json"
+
+    def sniff(self, path: Path) -> Sniff:
+        if not peek.is_json_like(path):
+            return Sniff(0.0, "not JSON")
+        keys = set(peek.record_keys(path))
+        if looks_like_mad_keys(keys):
+            return Sniff(0.95, "records with MAD's keys (mas_name, trace, mast_annotation or annotations)")
+        return Sniff(0.0, "no MAD keys (mast_annotation, or round + annotations)")
+
+    def read(self, path: Path, shown: str) -> Iterator[ImportItem]:
+        return iter_mad_file(path, shown)

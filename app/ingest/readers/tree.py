@@ -82,10 +82,11 @@ from typing import Any
 
 import yaml
 
-from app.ingest import safejson, safeyaml
 from app.ingest.canonical import EVENT_KINDS, Location, RunFormatError, epoch_to_iso, ts_order
 from app.ingest.items import ImportItem
 from app.ingest.lenient import normalize_lenient
+from app.ingest.readers.base import Reader, Sniff
+from app.ingest.safety import safejson, safeyaml
 
 METADATA_NAMES = ("run.json", "metadata.json", "run_metadata.json", "run.yaml", "run.yml")
 _TOP_NAMES = {
@@ -873,3 +874,31 @@ def _iter_profiled(root: Path, prof: Any, shown_root: str, loose: LooseHandler |
                               "message": f"the manifest lists {rel!r}, which is no run directory of this tree"})
     if head_warnings:
         yield ImportItem(source=shown_root, warnings=head_warnings)
+
+
+class TreeReader(Reader):
+    """Directory trees (and zip archives holding one): run directories read through an import profile
+    (given, or the one `a2annotate inspect` infers), every other file by the reader that takes it."""
+
+    name = "tree"
+    description = ("per-run directory trees (a folder or a .zip): run directories through an import profile, "
+                   "loose files each by the reader the registry picks")
+    reads_dirs = True
+
+    def __init__(self, mapping: Any = None, profile: Any = None):
+        self.mapping = mapping
+        self.profile = profile
+
+    def sniff(self, path: Path) -> Sniff:
+        import zipfile
+
+        if path.is_dir():
+            return Sniff(0.5, "a directory: run directories by an import profile, other files one by one")
+        if path.is_file() and zipfile.is_zipfile(path):
+            return Sniff(0.5, "a zip archive, read as the directory it holds")
+        return Sniff(0.0, "neither a directory nor a zip archive")
+
+    def read(self, path: Path, shown: str) -> Iterator[ImportItem]:
+        from app.ingest.detect import read_tree
+
+        return read_tree(path, shown, mapping=self.mapping, profile=self.profile)

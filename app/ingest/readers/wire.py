@@ -53,9 +53,9 @@ import math
 import os
 from array import array
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
-from app.ingest import safejson
 from app.ingest.a2a import (
     CARD_METHODS,
     SEND_METHODS,
@@ -74,6 +74,9 @@ from app.ingest.a2a import (
 )
 from app.ingest.canonical import Location, RunFormatError, _carry_forward_keys, epoch_to_iso, ts_key
 from app.ingest.items import ImportItem, error_item, item_from_raw
+from app.ingest.readers import peek
+from app.ingest.readers.base import Reader, Sniff
+from app.ingest.safety import safejson
 
 NO_SIDECAR_NOTE = ("imported from an A2A wire log without a run_context sidecar: the scenario, the "
                    "principals and the agents' private events are unknown")
@@ -810,3 +813,50 @@ def iter_wire_file(path: str | os.PathLike, display: str | None = None) -> Itera
     for ctx in list(sidecars):
         if ctx in sidecars:
             yield build(ctx, iter(()))
+
+
+def wire_object(obj: Any) -> str | None:
+    """Why `obj` (one JSON object) is an A2A wire record, or None when it is not one."""
+    if not isinstance(obj, dict):
+        return None
+    if "jsonrpc" in obj:
+        return "a JSON-RPC body"
+    if obj.get("type") in ("run_context", "agent_card"):
+        return f"a {obj['type']} record"
+    if isinstance(obj.get("body"), dict):
+        return "an envelope with a body"
+    if looks_like_agent_card(obj):
+        return "an agent card"
+    return None
+
+
+class WireReader(Reader):
+    """A2A wire logs: JSON-RPC bodies or envelopes as JSON Lines, or a Server-Sent Events stream."""
+
+    name = "wire"
+    description = "A2A protocol wire logs (JSON-RPC 2.0, protocol 1.0 and 0.3): JSON Lines, envelopes or SSE"
+
+    def sniff(self, path: Path) -> Sniff:
+        line = peek.head(path)
+        if line.startswith(_SSE_FIELDS):
+            return Sniff(0.9, "a Server-Sent Events stream (data:/event: lines)")
+        if not line.startswith(b"{"):
+            return Sniff(0.0, "neither JSON objects nor an SSE stream")
+        obj = peek.first_object(path)
+        if obj is None:  # a pretty-printed object
+            keys = peek.top_keys(path)
+            if keys & {"jsonrpc", "body"}:
+                return Sniff(0.85, "a JSON object with " + ", ".join(sorted(keys & {"jsonrpc", "body"})))
+            if keys & {"type", "name"} and "resourceSpans" not in keys:
+                try:
+                    with open(path, "rb") as f:
+                        obj = safejson.load(f)
+                except (ValueError, OSError):
+                    obj = None
+        why = wire_object(obj)
+        if why:
+            return Sniff(0.92, why)
+        return Sniff(0.0, "JSON, but no JSON-RPC body, envelope, agent card or run_context")
+
+    def read(self, path: Path, shown: str) -> Iterator[ImportItem]:
+        return iter_wire_file(path, shown)

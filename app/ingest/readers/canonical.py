@@ -3,7 +3,7 @@
 Each reader is a generator of `ImportItem`s, one per run; a bad run (or a line that is not
 JSON) becomes an error item and reading goes on. Memory stays flat: arrays are streamed element
 by element and JSON Lines are read line by line; only a single-object file is parsed whole.
-Everything goes through app.ingest.safejson, which enforces the input limits (nesting depth,
+Everything goes through app.ingest.safety.safejson, which enforces the input limits (nesting depth,
 string length, integer digits) while parsing: a breach rejects that run, naming file, line and
 field, and the runs after it are still read.
 """
@@ -12,13 +12,16 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
-from app.ingest import safejson
 from app.ingest.canonical import Location
 from app.ingest.items import ImportItem, error_item, item_from_raw
-from app.ingest.limits import input_limits
-from app.ingest.safejson import JSONLimitError
+from app.ingest.readers import peek
+from app.ingest.readers.base import Reader, Sniff
+from app.ingest.safety import safejson
+from app.ingest.safety.limits import input_limits
+from app.ingest.safety.safejson import JSONLimitError
 
 JSONL_SUFFIXES = (".jsonl", ".ndjson", ".jsonlines")
 BOM = b"\xef\xbb\xbf"
@@ -146,3 +149,37 @@ def iter_canonical_file(path: str | os.PathLike, display: str | None = None) -> 
         yield from iter_jsonl(path, display)
     else:
         yield from iter_json_object(path, display)
+
+
+#: the keys that make a record look like a canonical run even without its run_id
+CANONICAL_HINTS = ("events", "agents", "principals", "scenario", "audits", "checks")
+
+
+class CanonicalReader(Reader):
+    """The canonical run record itself (docs run-format.md): a JSON array, JSON Lines, one object."""
+
+    name = "canonical"
+    description = "a2annotate's canonical run record: a JSON array of runs, JSON Lines, or one run per file"
+
+    def sniff(self, path: Path) -> Sniff:
+        line = peek.head(path)
+        if not line:
+            return Sniff(0.0, "empty file")
+        if line[:1] not in (b"{", b"["):
+            return Sniff(0.0, "not JSON: the first line starts with neither { nor [")
+        if line.startswith(b"{") and line.endswith(b"}") and peek.first_object(path) is None:
+            return Sniff(0.3, "a JSON line that does not parse: read as canonical to report why")
+        keys = peek.record_keys(path)
+        if "run_id" in keys:
+            return Sniff(0.9, "JSON records with a run_id")
+        hints = sorted(keys.intersection(CANONICAL_HINTS))
+        if hints:
+            return Sniff(0.6, f"JSON records with canonical keys ({', '.join(hints)}) but no run_id")
+        if not keys:
+            return Sniff(0.3, "JSON whose first record shows no keys (empty, not objects, or not parseable): "
+                              "read as canonical to report where")
+        return Sniff(0.0, "JSON, but its records have no canonical key (run_id, events): they have "
+                          + ", ".join(sorted(keys)[:8]))
+
+    def read(self, path: Path, shown: str) -> Iterator[ImportItem]:
+        return iter_canonical_file(path, shown)

@@ -11,7 +11,7 @@ from typing import Any
 import yaml
 from yaml.events import AliasEvent
 
-from app.ingest.limits import InputLimits, input_limits
+from app.ingest.safety.limits import InputLimits, input_limits
 
 
 class YAMLLimitError(yaml.YAMLError):

@@ -88,7 +88,7 @@ from dataclasses import dataclass  # noqa: E402
 
 @dataclass(frozen=True)
 class InputLimits:
-    """Limits on what one input may hold, enforced while it is parsed (see app.ingest.safejson)
+    """Limits on what one input may hold, enforced while it is parsed (see app.ingest.safety.safejson)
     and while an upload or a zip archive is read (app.api.uploads, app.ingest.detect).
 
     Each comes from the setting of the same name in upper case (app.core.config), e.g.

@@ -31,11 +31,13 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from app.ingest import safejson
 from app.ingest.canonical import Location
 from app.ingest.items import ImportItem, error_item, item_from_raw
-from app.ingest.jsonio import BOM
-from app.ingest.mad import parse_role
+from app.ingest.readers import peek
+from app.ingest.readers.base import Reader, Sniff
+from app.ingest.readers.canonical import BOM
+from app.ingest.readers.mad import parse_role
+from app.ingest.safety import safejson
 
 SOURCE = "who-and-when"
 ANNOTATOR = "whowhen:annotators"
@@ -188,3 +190,21 @@ def iter_whowhen_file(path: str | os.PathLike, display: str | None = None) -> It
             continue
         run, fld, message = record_to_run(rec, subset, st)
         yield error_item(loc, message, field=fld) if run is None else item_from_raw(run, loc)
+
+
+class WhoWhenReader(Reader):
+    """The Who&When failure-attribution dataset."""
+
+    name = "whowhen"
+    description = "Who&When records (history + mistake_agent / mistake_step / question_ID)"
+
+    def sniff(self, path: Path) -> Sniff:
+        if not peek.is_json_like(path):
+            return Sniff(0.0, "not JSON")
+        keys = set(peek.record_keys(path))
+        if looks_like_whowhen_keys(keys):
+            return Sniff(0.96, "records with Who&When's keys (history, mistake_agent, ...)")
+        return Sniff(0.0, "no Who&When keys (history + mistake_agent / mistake_step / question_ID)")
+
+    def read(self, path: Path, shown: str) -> Iterator[ImportItem]:
+        return iter_whowhen_file(path, shown)

@@ -66,11 +66,14 @@ import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
-from app.ingest import safejson
 from app.ingest.canonical import Location, RunFormatError
 from app.ingest.items import ImportItem, error_item, item_from_raw
+from app.ingest.readers import peek
+from app.ingest.readers.base import Reader, Sniff
+from app.ingest.safety import safejson
 
 SOURCE_FORMAT = "otlp"
 NO_SCENARIO_NOTE = ("imported from OpenTelemetry traces: the scenario, the principals and the agents' "
@@ -907,3 +910,35 @@ def read_body(data: bytes, content_type: str) -> tuple[list[Span], list[str]]:
             raise OtlpFormatError(f"not valid JSON: {exc}") from None
         return spans_from_json(doc)
     return spans_from_protobuf(data)
+
+
+class OtlpReader(Reader):
+    """OpenTelemetry trace files (OTLP/JSON, the collector's file exporter) and OTLP request bodies."""
+
+    name = "otlp"
+    description = ("OpenTelemetry traces (OTLP/JSON files, OTLP protobuf bodies) with GenAI or OpenInference "
+                   "attributes")
+    #: the old `--format openinference` names this reader too
+    aliases = ("openinference",)
+
+    def sniff(self, path: Path) -> Sniff:
+        if not peek.is_json_like(path):
+            return Sniff(0.0, "not JSON")
+        obj = peek.first_object(path)
+        if obj is not None:
+            return (Sniff(0.97, "an OTLP/JSON export (resourceSpans)") if looks_like_otlp(obj)
+                    else Sniff(0.0, "JSON without resourceSpans"))
+        if "resourceSpans" in peek.record_keys(path):
+            return Sniff(0.95, "an OTLP/JSON export (resourceSpans)")
+        return Sniff(0.0, "JSON without resourceSpans")
+
+    def read(self, path: Path, shown: str) -> Iterator[ImportItem]:
+        return iter_otlp_file(path, shown)
+
+
+    # the OTLP endpoint's side (POST /v1/traces): spans already decoded, picked by `sniff_spans`
+    def sniff_spans(self, spans: list[Span]) -> Sniff:
+        return Sniff(0.5, "OTLP spans, read with the GenAI and OpenInference attribute names")
+
+    def runs_from_spans(self, spans: Iterable[Span]) -> dict[str, dict[str, Any]]:
+        return build_runs(spans)

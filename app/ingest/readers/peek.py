@@ -1,0 +1,99 @@
+"""Cheap looks at a file for readers' `sniff`: its first non-blank line, the object on it, the
+keys of its (first) record. Each reads at most a bounded prefix (never a whole long line) through
+app.ingest.safety.safejson (not ijson: its C backend segfaults on an integer of more than 4,300
+digits), never raises for input it does not understand, and is memoized per (path, size, mtime),
+so the registry asking every reader about one file reads it once.
+"""
+from __future__ import annotations
+
+import os
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from app.ingest.safety import safejson
+
+BOM = b"\xef\xbb\xbf"
+SSE_START = (b"data:", b"event:", b"id:", b"retry:", b":")
+
+
+def _stamp(path: str | os.PathLike) -> tuple[str, int, int] | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return os.fspath(path), st.st_size, st.st_mtime_ns
+
+
+def head(path: str | os.PathLike) -> bytes:
+    """The first non-blank line (at most 1 MiB of it), stripped, BOM removed; b"" if none."""
+    stamp = _stamp(path)
+    return _head(stamp) if stamp else b""
+
+
+@lru_cache(maxsize=256)
+def _head(stamp: tuple[str, int, int]) -> bytes:
+    try:
+        with open(stamp[0], "rb") as f:
+            while raw := f.readline(1 << 20):
+                s = raw.strip()
+                if s.startswith(BOM):
+                    s = s[3:].strip()
+                if s:
+                    return s
+    except OSError:
+        return b""
+    return b""
+
+
+def first_object(path: str | os.PathLike) -> Any:
+    """The JSON value on the first non-blank line when that line is a whole JSON object, else None."""
+    stamp = _stamp(path)
+    return _first_object(stamp) if stamp else None
+
+
+@lru_cache(maxsize=256)
+def _first_object(stamp: tuple[str, int, int]) -> Any:
+    line = _head(stamp)
+    if not line.startswith(b"{"):
+        return None
+    try:
+        obj = safejson.loads(line)
+    except (ValueError, UnicodeDecodeError):
+        return None
+    return obj if isinstance(obj, dict) else None
+
+
+def top_keys(path: str | os.PathLike, limit: int = 64) -> frozenset[str]:
+    """The top-level keys of the file's object (of a pretty-printed one too), read from its start."""
+    stamp = _stamp(path)
+    return _keys(stamp, limit, False) if stamp else frozenset()
+
+
+def record_keys(path: str | os.PathLike, limit: int = 64) -> frozenset[str]:
+    """The keys of the file's object, or of the objects at the start of its top-level array, or of
+    its first JSON line (read from the first MiB)."""
+    stamp = _stamp(path)
+    return _keys(stamp, limit, True) if stamp else frozenset()
+
+
+@lru_cache(maxsize=256)
+def _keys(stamp: tuple[str, int, int], limit: int, first_record: bool) -> frozenset[str]:
+    obj = _first_object(stamp)
+    if obj is not None:
+        return frozenset(list(obj)[:limit])
+    try:
+        with open(stamp[0], "rb") as f:
+            return frozenset(safejson.top_level_keys(f, limit, max_bytes=1 << 20, stop=(),
+                                                     first_record=first_record))
+    except (ValueError, OSError):
+        return frozenset()
+
+
+def is_json_like(path: str | os.PathLike) -> bool:
+    """Whether the file starts like JSON (an object or an array)."""
+    return head(path)[:1] in (b"{", b"[")
+
+
+def suffix(path: str | os.PathLike) -> str:
+    return Path(path).suffix.lower()

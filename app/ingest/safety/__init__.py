@@ -1,0 +1,1 @@
+"""The parsing safety layer: input limits (limits), bounded JSON (safejson) and YAML (safeyaml)."""
