@@ -302,8 +302,9 @@ def tau2_sim_to_item(sim: Any, tasks: dict[str, dict], info: dict, loc: Location
     sim_extra = b.check_keys(sim, _T2_SIM, "", kept="metadata.tau2.extra")
     header: dict[str, Any] = {}
     if isinstance(head, dict):
-        header = b.check_keys(head, {"info", "tasks", "simulations", "simulation_index"}, "results",
+        header = b.check_keys(head, {"timestamp", "info", "tasks", "simulations", "simulation_index"}, "results",
                                kept="metadata.tau2.results")
+        header["timestamp"] = head.get("timestamp")
     header["info"] = {k: v for k, v in info.items() if k not in ("user_info", "agent_info", "environment_info")}
     b.principal(USER, name="simulated user", objective=_t2_objective(task),
                 metadata=_clean({"simulated": True, "implementation": user_info.get("implementation"),
