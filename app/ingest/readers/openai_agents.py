@@ -111,12 +111,18 @@ def _span_agent(span: dict, by_id: dict[str, dict], cache: dict[str, str | None]
 
 
 def trace_to_item(tr: _Trace) -> ImportItem:
+    """The run of one trace as an ImportItem."""
+    return trace_to_builder(tr).item(tr.where or Location(), order_by_time=True)
+
+
+def trace_to_builder(tr: _Trace, run_id: str | None = None) -> RunBuilder:
+    """The run of one trace, as a `RunBuilder` (`app.ingest.readers.otlp_agents_sdk` builds the
+    SDK's spans received over OTLP through this too)."""
     head = tr.head or {}
-    loc = tr.where or Location()
     spans = sorted(tr.spans, key=lambda s: (s[0].get("started_at") or "", s[0].get("ended_at") or ""))
     by_id = {s.get("id"): s for s, _ in spans if isinstance(s.get("id"), str)}
     workflow = head.get("workflow_name") if isinstance(head.get("workflow_name"), str) else None
-    b = RunBuilder(f"openai-agents/{tr.trace_id}", scenario=workflow or "unknown", family="openai-agents",
+    b = RunBuilder(run_id or f"openai-agents/{tr.trace_id}", scenario=workflow or "unknown", family="openai-agents",
                    title=workflow, default_principal=USER, source_format="openai-agents")
     b.principal(USER, name="user")
     trace_extra = b.check_keys(head, _TRACE_KEYS, "trace", kept="metadata.openai_agents")
@@ -232,7 +238,7 @@ def trace_to_item(tr: _Trace) -> ImportItem:
                     data={"span_id": sid, "error": err})
     if responses:
         b.note(f"{responses} response span(s): the SDK exports no model text for them (Responses API)")
-    return b.item(loc, order_by_time=True)
+    return b
 
 
 def iter_items(path: Path, shown: str) -> Iterator[ImportItem]:
