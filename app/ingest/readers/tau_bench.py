@@ -271,11 +271,31 @@ def _t2_objective(task: dict) -> str | None:
 
 def _t2_description(task: dict) -> str | None:
     d = task.get("description")
+    parts = []
     if isinstance(d, dict):
         parts = [f"{k.replace('_', ' ').capitalize()}: {as_text(d[k])}" for k in ("purpose", "relevant_policies", "notes")
                  if d.get(k)]
-        return "\n\n".join(parts) or None
-    return as_text(d)
+    elif d:
+        parts = [as_text(d) or ""]
+    if task.get("ticket"):
+        parts.append(f"Ticket: {as_text(task['ticket'])}")
+    return "\n\n".join(parts) or None
+
+
+_T2_TASK = {"id", "description", "user_scenario", "ticket", "initial_state", "evaluation_criteria"}
+
+
+def _t2_task_keys(b: RunBuilder, task: dict) -> None:
+    """Warn for the task's keys (and its user scenario's) that carry text this reader maps to nothing."""
+    extra = b.check_keys(task, _T2_TASK, "task", kept="metadata.tau2.task_extra")
+    if extra:
+        b.metadata.setdefault("tau2", {})["task_extra"] = extra
+    scen = task.get("user_scenario") if isinstance(task.get("user_scenario"), dict) else {}
+    b.check_keys(scen, {"persona", "instructions"}, "task.user_scenario", kept="metadata.tau2.task (not shown)")
+    ins = scen.get("instructions")
+    if isinstance(ins, dict):
+        b.check_keys(ins, {"domain", "reason_for_call", "known_info", "unknown_info", "task_instructions"},
+                     "task.user_scenario.instructions", kept="metadata.tau2.task (not shown)")
 
 
 def tau2_sim_to_item(sim: Any, tasks: dict[str, dict], info: dict, loc: Location, head: Any = None) -> ImportItem:
@@ -300,6 +320,7 @@ def tau2_sim_to_item(sim: Any, tasks: dict[str, dict], info: dict, loc: Location
                    title=f"tau2-bench {domain} task {task_id}", description=_t2_description(task),
                    default_principal=USER, source_format="tau2-bench")
     sim_extra = b.check_keys(sim, _T2_SIM, "", kept="metadata.tau2.extra")
+    _t2_task_keys(b, task)
     header: dict[str, Any] = {}
     if isinstance(head, dict):
         header = b.check_keys(head, {"timestamp", "info", "tasks", "simulations", "simulation_index"}, "results",
@@ -365,7 +386,7 @@ def tau2_sim_to_item(sim: Any, tasks: dict[str, dict], info: dict, loc: Location
     _t2_reward(b, sim.get("reward_info"))
     _t2_review(b, sim.get("review"), turn_seq, "tau2-review")
     _t2_review(b, sim.get("user_only_review"), turn_seq, "tau2-user-review")
-    b.metadata["tau2"] = _clean({"simulation_id": sid, "task_id": task_id, "trial": sim.get("trial"),
+    b.metadata.setdefault("tau2", {}).update(_clean({"simulation_id": sid, "task_id": task_id, "trial": sim.get("trial"),
                                  "seed": sim.get("seed"), "mode": sim.get("mode"), "termination_reason": reason,
                                  "duration": sim.get("duration"), "agent_cost": sim.get("agent_cost"),
                                  "user_cost": sim.get("user_cost"), "domain": domain,
@@ -373,7 +394,7 @@ def tau2_sim_to_item(sim: Any, tasks: dict[str, dict], info: dict, loc: Location
                                  "initial_state": task.get("initial_state"), "info": sim.get("info"),
                                  "user_info": user_info or None, "agent_info": agent_info or None,
                                  "environment": {k: v for k, v in env.items() if k != "policy"} or None,
-                                 "results": header, "extra": sim_extra or None})
+                                 "results": header, "extra": sim_extra or None}))
     return b.item(loc)
 
 
