@@ -20,7 +20,8 @@ principal, for whom the agents act):
   call;
 * ``ThoughtEvent``, ``MemoryQueryEvent``, ``CodeGenerationEvent``, ``CodeExecutionEvent``,
   ``SelectSpeakerEvent``, ``SelectorEvent``, ``UserInputRequestedEvent`` and streaming chunks:
-  private ``log`` events of the source.
+  private ``log`` events of the source (a streaming chunk whose ``full_message_id`` names a
+  message of the stream is not stored again: the whole message is).
 
 ``models_usage`` and ``metadata`` go to ``data``; ``stop_reason`` (said by the team's termination
 condition) is the run's last event, a log of ``system``, and is kept in the run's metadata.
@@ -80,6 +81,8 @@ def _ag_item(messages: list, stop_reason: Any, stem: str, loc: Location, result:
     for name in members:
         if name != USER:
             b.agent(name, principal=USER, role="agent")
+    full_ids = {m.get("id") for m in messages if isinstance(m, dict) and m.get("type") in CHAT_TYPES}
+    folded = 0
     for i, m in enumerate(messages):
         at = f"messages[{i}]"
         if not isinstance(m, dict):
@@ -87,6 +90,9 @@ def _ag_item(messages: list, stop_reason: Any, stem: str, loc: Location, result:
             b.event("log", "system", json.dumps(m, ensure_ascii=False, default=str))
             continue
         mtype, src = m.get("type"), m.get("source")
+        if mtype == "ModelClientStreamingChunkEvent" and m.get("full_message_id") in full_ids:
+            folded += 1  # a streamed piece of a message the stream also holds whole
+            continue
         if not isinstance(src, str) or not src:
             b.warn(f"{at}.source: missing; the message is attributed to 'system'")
             src = "system"
@@ -148,6 +154,8 @@ def _ag_item(messages: list, stop_reason: Any, stem: str, loc: Location, result:
         else:
             b.warn(f"{at}.type: unknown message type {mtype!r}; kept as a log event of {src!r}")
             b.thought(src, _content_text(m.get("content")), ts=ts, data=data)
+    if folded:
+        b.note(f"{folded} streaming chunk(s) of messages also present whole were not stored twice")
     if stop_reason is not None:
         # said by the team's termination condition, not by an agent
         b.metadata["stop_reason"] = stop_reason

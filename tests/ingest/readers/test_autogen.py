@@ -84,3 +84,18 @@ def test_zero_silent_loss_through_the_loader(engine):
         text = path.read_text()
         doc = [json.loads(line) for line in text.splitlines()] if path.suffix == ".jsonl" else json.loads(text)
         assert_no_silent_loss(doc, runs, warnings, structural=structural, kept=kept)
+
+
+def test_streaming_chunks_of_a_whole_message_are_not_stored_twice(tmp_path):
+    msgs = [{"id": "a", "source": "user", "type": "TextMessage", "content": "hi"},
+            {"id": "c1", "source": "bot", "type": "ModelClientStreamingChunkEvent", "content": "hel", "full_message_id": "b"},
+            {"id": "c2", "source": "bot", "type": "ModelClientStreamingChunkEvent", "content": "lo", "full_message_id": "b"},
+            {"id": "c3", "source": "bot", "type": "ModelClientStreamingChunkEvent", "content": "orphan piece"},
+            {"id": "b", "source": "bot", "type": "TextMessage", "content": "hello"}]
+    p = tmp_path / "stream.json"
+    p.write_text(json.dumps(msgs))
+    (item,) = AutoGenReader().read(p, "stream.json")
+    assert [(e["kind"], e["content"]) for e in item.run["events"]] == [
+        ("message", "hi"), ("log", "orphan piece"), ("message", "hello")]
+    assert item.run["metadata"]["import_notes"] == [
+        "2 streaming chunk(s) of messages also present whole were not stored twice"]
