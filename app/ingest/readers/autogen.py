@@ -292,6 +292,11 @@ def _ag2_item(history: list, stem: str, loc: Location, result: dict | None = Non
         b.metadata["ag2"] = {k: v for k, v in result.items() if k != "chat_history"}
         if ex:
             b.metadata["ag2"]["extra"] = ex
+        said = {as_text(m.get("content")) for m in history if isinstance(m, dict)}
+        for j, h in enumerate(result.get("human_input") or []):
+            if isinstance(h, str) and h.strip() and h not in said:
+                b.warn(f"chat_result.human_input[{j}]: human input ({h[:40]!r}) that no chat turn holds; "
+                       "kept in metadata.ag2")
         if as_text(result.get("summary")):
             # the chat's summary goes to its initiator (the principal's side)
             b.event("log", principal, f"summary: {as_text(result['summary'])}", data={"summary": True})
