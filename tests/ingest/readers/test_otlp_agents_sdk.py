@@ -22,9 +22,11 @@ T0 = 1_790_000_000_000_000_000
 MS = 1_000_000
 
 
-def _spans():
+def _spans(extra_processor=None):
     exp = InMemorySpanExporter()
     tp = TracerProvider(resource=Resource.create({"service.name": "library-desk"}))
+    if extra_processor is not None:
+        tp.add_span_processor(extra_processor)
     tp.add_span_processor(SimpleSpanProcessor(exp))
     tr = tp.get_tracer(SCOPE, "0.1")
 
@@ -114,3 +116,25 @@ def test_the_otlp_endpoint_body_reads_the_same():
     item = item_from_raw(run, "POST /v1/traces")
     assert item.ok, item.error
     _check(item.run)
+
+
+def test_the_live_otlp_endpoint_builds_the_same_run(engine):
+    """The real OTLP/HTTP exporter, one batch per ended span (children first), to POST /v1/traces."""
+    import httpx
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+    from sqlmodel import Session
+
+    from app.auth.service import create_token, create_user
+    from tests.e2e.live import LiveServer
+
+    with Session(engine) as s:
+        token = create_token(s, create_user(s, "collector", "reviewer", "password123"))
+        s.commit()
+    with LiveServer(engine) as url:
+        sender = SimpleSpanProcessor(OTLPSpanExporter(endpoint=f"{url}/v1/traces",
+                                                      headers={"Authorization": f"Bearer {token}"}))
+        spans = _spans(sender)
+        run_id = format(spans[0].context.trace_id, "032x")
+        r = httpx.get(f"{url}/api/v1/runs/{run_id}", headers={"Authorization": f"Bearer {token}"})
+    assert r.status_code == 200, r.text
+    _check(r.json())
