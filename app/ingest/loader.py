@@ -469,10 +469,13 @@ def load_items(engine: Engine, items: Iterable[Any], *, replace: bool = False, b
 
 
 def _count_unknown_modes(session: Session, run: dict, summary: ImportSummary, cache: dict) -> None:
-    """Audits whose mode is in no taxonomy stay in the audit table only (no judge label): name them."""
+    """Audits whose mode is in no taxonomy stay in the audit table only (no judge label): name them.
+    A mode-less audit (an attribution: who and when, no mode) is no unknown mode."""
     from app.taxonomies.service import taxonomy_for_mode
 
     for audit in run["audits"]:
+        if audit.get("mode") in (None, ""):
+            continue
         if taxonomy_for_mode(session, audit["mode"], cache) is None:
             summary.unknown_modes[audit["mode"]] = summary.unknown_modes.get(audit["mode"], 0) + 1
 

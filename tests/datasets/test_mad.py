@@ -41,9 +41,13 @@ def test_trajectory_kept_whole_and_split_per_style():
                                 ("Chief Executive Officer", ["Chief Product Officer"]),
                                 ("Programmer", ["Chief Technology Officer"])]),
         "MetaGPT": ("metagpt", [("user", ["SimpleCoder"]), ("SimpleCoder", []), ("SimpleTester", [])]),
-        "AG2": ("ag2", [("mathproxyagent", []), ("assistant", []), ("mathproxyagent", [])]),
-        "Magentic": ("magentic-one", [("user", []), ("MagenticOneOrchestrator", []), ("WebSurfer", []),
-                                      ("MagenticOneOrchestrator", [])]),
+        # group chats: a turn posted to the chat is shared with every other member
+        "AG2": ("ag2", [("mathproxyagent", ["assistant"]), ("assistant", ["mathproxyagent"]),
+                        ("mathproxyagent", ["assistant"])]),
+        "Magentic": ("magentic-one", [("user", ["MagenticOneOrchestrator", "WebSurfer"]),
+                                      ("MagenticOneOrchestrator", ["user", "WebSurfer"]),
+                                      ("WebSurfer", ["user", "MagenticOneOrchestrator"]),
+                                      ("MagenticOneOrchestrator", ["user", "WebSurfer"])]),
         "AppWorld": ("appworld", [("Supervisor", []), ("Supervisor", ["spotify"]), ("spotify", ["Supervisor"])]),
         "HyperAgent": ("hyperagent", [("Planner", []), ("Navigator", []), ("Navigator", ["Planner"]),
                                       ("Planner", [])]),
@@ -61,6 +65,9 @@ def test_trajectory_kept_whole_and_split_per_style():
         assert run["metadata"]["mad"]["style"] == style
         assert [(e["actor"], e["recipients"]) for e in run["events"] if e["actor"] != "system"] == turns
         assert run["events"][0]["actor"] == "system" and run["events"][0]["kind"] == "log"  # the preamble
+        for e in run["events"]:
+            assert e["visibility"] == ("shared" if e["recipients"] else "private")
+            assert e["data"].get("group_chat", False) == (style in ("ag2", "magentic-one") and e["actor"] != "system")
         seen.add(style)
     assert len(seen) == 7
     openmanus = runs["mad/OpenManus/GPT-4o/7/openmanus_web_7"]

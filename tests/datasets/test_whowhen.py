@@ -45,12 +45,21 @@ def test_records_become_runs_with_seq_equal_to_history_index_and_an_attribution(
     assert [a["id"] for a in algo["agents"]] == ["Research_Expert", "Computer_terminal", "Verification_Expert"]
     assert algo["agents"][0]["metadata"] == {"system_prompt": "You research facts."}
     assert algo["events"][0]["actor"] == "user" and algo["audits"][0]["evidence"] == [3]
+    # the AG2 half is group chats: every turn is shared with all the other members
+    members = ["user", "Research_Expert", "Computer_terminal", "Verification_Expert"]
+    assert [(e["actor"], e["recipients"], e["visibility"]) for e in algo["events"]] == [
+        (h.get("name", "user"), [m for m in members if m != h.get("name", "user")], "shared")
+        for h in json.loads((WW / "Algorithm-Generated" / "2.json").read_text())["history"]]
+    assert all(e["data"]["group_chat"] for e in algo["events"])
+    # the hand-crafted half says who it writes to: a thought stays private
+    assert [e["visibility"] for e in hand["events"]][1:3] == ["private", "shared"]
 
 
 def test_cli_imports_a_folder_and_stores_attribution_labels(engine, run_cli):
     res = run_cli("import", WW)
     assert res.exit_code == 0, res.output
     assert res.output.strip().splitlines()[-1] == "imported 2, unchanged 0, rejected 0, warnings 0"
+    assert "unknown" not in res.output and "None" not in res.output  # attributions carry no mode: not unknown
     labels = stored_labels(engine)
     tax = next(iter(labels))[2]
     assert tax.startswith("mast@")

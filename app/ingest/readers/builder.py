@@ -296,24 +296,25 @@ class RunBuilder:
         """An informational notice (not a warning): kept in ``metadata.import_notes``."""
         self.notes.append(message)
 
-    def check_keys(self, record: Any, mapped: Iterable[str], where: str, *, kept: str = "data") -> list[str]:
-        """Warn for each key of `record` outside `mapped` whose value carries text; returns those
-        keys. `where` names the record (``messages[3]``), `kept` where its value stays."""
+    def check_keys(self, record: Any, mapped: Iterable[str], where: str, *, into: dict | None = None,
+                   kept: str = "data") -> dict[str, Any]:
+        """The keys of `record` outside `mapped`, as a dict (copied into `into` when given, so
+        nothing is lost); a warning for each of them whose value carries text. `where` names the
+        record (``messages[3]``), `kept` says where the reader keeps them (for the message)."""
         if not isinstance(record, dict):
-            return []
+            return {}
         known = set(mapped)
-        out = []
-        for k, v in record.items():
-            if k in known:
-                continue
+        extra = {k: v for k, v in record.items() if k not in known}
+        for k, v in extra.items():
             leaves = list(text_leaves(v))
             if leaves:
                 example = leaves[0][1]
                 example = example if len(example) <= 60 else example[:57] + "..."
-                self.warn(f"{where}.{k}: carries text ({example!r}) but maps to no canonical field; kept in {kept}",
-                          field=f"{where}.{k}")
-                out.append(k)
-        return out
+                at = f"{where}.{k}" if where else k
+                self.warn(f"{at}: carries text ({example!r}) but maps to no canonical field; kept in {kept}", field=at)
+        if into is not None:
+            into.update(extra)
+        return extra
 
     # ------------------------------------------------------------------ out
 

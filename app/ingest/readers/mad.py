@@ -26,6 +26,10 @@ Trajectory: the raw log text is kept whole: the run's events are consecutive sli
 else by trying each style) the text is split at each agent's turn into per-agent events, with
 the text before the first turn as a ``system`` log event; otherwise the run has one log event
 holding all of it. Labels are trace-level (no agent, no evidence), as MAST's are.
+Group chats (AG2's GroupChat, whose speakers post to the chat manager, and AutoGen AgentChat
+teams such as Magentic-One): a turn posted to the chat is ``shared`` with every other member as
+recipients (``data.group_chat``); a message addressed to one agent stays addressed to it, and an
+event with no recipient (a note, the preamble) is ``private``.
 
 Anything else in a record goes to ``metadata`` (never dropped). A record is rejected only when
 it cannot be a run: no id at all, or no trajectory text.
@@ -398,6 +402,33 @@ def _ts(value: str | None) -> str | None:
         return None
 
 
+#: the styles whose runs are group chats: AG2's GroupChat (speakers post to the chat manager, which
+#: relays to every member) and AutoGen AgentChat teams (Magentic-One's console blocks)
+GROUP_CHAT_STYLES = ("ag2", "magentic-one")
+_MANAGER = re.compile(r"chat[_ ]?manager|group[_ ]?chat", re.I)
+
+
+def _is_group_post(s: Segment) -> bool:
+    return not s.recipients or all(_MANAGER.search(r or "") for r in s.recipients)
+
+
+def group_members(style: str | None, segs: list[Segment]) -> list[str]:
+    """The members of the group chat a trajectory was recorded in (first appearance order), or []
+    when it is none: the style is a group chat's and at least two speakers post to the chat (no
+    recipient, or the chat manager). Messages to one named recipient stay addressed to it."""
+    if style not in GROUP_CHAT_STYLES:
+        return []
+    posters = {s.actor for s in segs if s.actor and s.kind == "message" and _is_group_post(s)}
+    if len(posters) < 2:
+        return []
+    members: list[str] = []
+    for s in segs:
+        for name in (s.actor, *s.recipients):
+            if name and name != "system" and name not in members:
+                members.append(name)
+    return members
+
+
 def _events_and_agents(text: str, mas_name: Any, llm: Any) -> tuple[str | None, list[dict], list[dict]]:
     style, segs = split_trajectory(text, mas_name)
     agents: dict[str, dict] = {}
@@ -405,6 +436,7 @@ def _events_and_agents(text: str, mas_name: Any, llm: Any) -> tuple[str | None, 
     for s in segs:  # the system's user speaks for the principal
         s.actor = PRINCIPAL if s.actor in USER_NAMES else s.actor
         s.recipients = [PRINCIPAL if r in USER_NAMES else r for r in s.recipients]
+    members = group_members(style, segs)
     for seq, s in enumerate(segs):
         actor = s.actor or "system"
         for name in [s.actor, *s.recipients]:
@@ -413,6 +445,10 @@ def _events_and_agents(text: str, mas_name: Any, llm: Any) -> tuple[str | None, 
                                 "model": _text(llm), "harness": _text(mas_name)}
         recipients = [r for r in s.recipients if r and r != actor]
         data = {"style": style, "offset": s.start, **s.data}
+        if members and s.actor and s.kind == "message" and _is_group_post(s):
+            # a turn posted to the group chat reaches every member
+            recipients = [m for m in members if m != actor]
+            data["group_chat"] = True
         ev = {"seq": seq, "kind": s.kind if s.actor or s.kind != "message" else "log", "actor": actor,
               "recipients": recipients, "visibility": "shared" if recipients else "private",
               "content": text[s.start:s.end], "data": data}

@@ -991,8 +991,13 @@ def build_run(run_id: str, spans: list[Span]) -> dict[str, Any]:
 
 
 def build_runs(spans: Iterable[Span]) -> dict[str, dict[str, Any]]:
-    """Raw canonical runs by run id for any spans (see the module docstring)."""
-    return {rid: build_run(rid, group) for rid, group in group_runs(spans).items()}
+    """Raw canonical runs by run id for any spans (see the module docstring). A run whose spans
+    all come from the OpenAI Agents SDK's OpenInference instrumentation is built as the SDK's
+    own export is (app.ingest.readers.otlp_agents_sdk)."""
+    from app.ingest.readers import otlp_agents_sdk
+
+    return {rid: otlp_agents_sdk.build_run(rid, group) or build_run(rid, group)
+            for rid, group in group_runs(spans).items()}
 
 
 def dedupe(spans: Iterable[Span]) -> list[Span]:

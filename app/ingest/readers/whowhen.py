@@ -13,7 +13,10 @@ Events get ``seq`` = the history index, so the mistake step is an event seq. The
 entry's ``name``, else its ``role``; hand-crafted roles carry hand-offs and are parsed into actor
 and recipient: ``Orchestrator (-> WebSurfer)`` is a message from Orchestrator to WebSurfer,
 ``Orchestrator (thought)`` a private log event of Orchestrator (the note in ``data.note``). A
-``user``/``human`` entry without a name is said by the principal ``user``.
+``user``/``human`` entry without a name is said by the principal ``user``. The
+Algorithm-Generated half was recorded in AG2 (AutoGen) group chats: a turn posted to the chat
+is ``shared`` with every other member as recipients (``data.group_chat``); only what really is
+private (a thought, a note) stays ``private``.
 
 The label is an attribution without a mode (who, when, why): an audit of source
 ``who-and-when`` with ``mode: null``, ``agent`` = the mistake agent, ``evidence`` = [mistake
@@ -77,6 +80,30 @@ def _actor_of(entry: dict[str, Any]) -> tuple[str, list[str], str | None]:
     return actor[:200], [t[:200] for t in to], note
 
 
+def _group_members(history: list, subset: str, prompts: dict) -> list[str]:
+    """The members of the group chat a record was recorded in, in order of first appearance, or []
+    when it was none. The Algorithm-Generated half is AG2 (AutoGen) group chats: every turn is
+    posted to the chat, so every member (each named speaker, and the asker) reads it. The
+    hand-crafted half (Magentic-One) names its recipients in the role (``A (-> B)``) and is read
+    as written."""
+    if subset == "Hand-Crafted":
+        return []
+    named = [e for e in history if isinstance(e, dict) and isinstance(e.get("name"), str) and e["name"].strip()]
+    if subset != "Algorithm-Generated" and not named:
+        return []
+    members: list[str] = []
+    for e in history:
+        if not isinstance(e, dict):
+            continue
+        actor, to, note = _actor_of(e)
+        if actor != "system" and not to and actor not in members:
+            members.append(actor)
+    for name in prompts:
+        if isinstance(name, str) and name not in members:
+            members.append(name[:200])
+    return members if len(members) > 1 else []
+
+
 def record_to_run(obj: Any, subset: str, stem: str) -> tuple[dict | None, str | None, str | None]:
     """Returns (raw canonical run, None, None), or (None, field, message) when the record cannot be a run."""
     if not isinstance(obj, dict):
@@ -96,6 +123,7 @@ def record_to_run(obj: Any, subset: str, stem: str) -> tuple[dict | None, str | 
             if isinstance(prompts.get(name), str):
                 agents[name]["metadata"] = {"system_prompt": prompts[name]}
 
+    group = _group_members(history, subset, prompts)
     events = []
     for i, entry in enumerate(history):
         if not isinstance(entry, dict):
@@ -112,6 +140,10 @@ def record_to_run(obj: Any, subset: str, stem: str) -> tuple[dict | None, str | 
         data = {k: v for k, v in entry.items() if k not in ("content",)}
         if note:
             data["note"] = note
+        if not to and not note and group and actor in group:
+            # a turn posted to the AG2 group chat reaches every member
+            to = [m for m in group if m != actor]
+            data["group_chat"] = True
         events.append({"seq": i, "kind": "log" if note else "message", "actor": actor, "recipients": to,
                        "visibility": "shared" if to else "private", "content": content, "data": data})
     audits = []

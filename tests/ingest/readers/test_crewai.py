@@ -7,7 +7,7 @@ from pathlib import Path
 
 from app.ingest import detect_format, iter_path
 
-from .loss import import_file, missing_texts
+from .stored_text import import_file, missing_texts
 
 DATA = Path(__file__).parent.parent / "data" / "frameworks" / "crewai"
 EVENTS = DATA / "tidepool_events.jsonl"

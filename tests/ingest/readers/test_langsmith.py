@@ -8,7 +8,7 @@ from pathlib import Path
 from app.ingest import detect_format, iter_path
 from app.ingest.canonical import epoch_to_iso
 
-from .loss import import_file, missing_texts
+from .stored_text import import_file, missing_texts
 
 DATA = Path(__file__).parent.parent / "data" / "frameworks" / "langsmith"
 TREE = DATA / "orchard_tree.json"

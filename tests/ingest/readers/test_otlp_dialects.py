@@ -12,7 +12,7 @@ from app.ingest.readers.otlp_dialects import ATTRS, carries_text, row_of, unmapp
 
 from .. import otlp_gen
 from . import dialect_spans
-from .loss import import_file, missing_texts
+from .stored_text import import_file, missing_texts
 
 
 @pytest.fixture
