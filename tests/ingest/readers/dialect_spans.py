@@ -20,9 +20,12 @@ def _adk_content(role: str, *parts: dict) -> dict:
     return {"role": role, "parts": list(parts)}
 
 
-def adk_spans():
-    """An ADK run: the keeper agent calls a tool, then hands off to the lamp agent (transfer_to_agent)."""
+def adk_spans(extra_processor=None):
+    """An ADK run: the keeper agent calls a tool, then hands off to the lamp agent (transfer_to_agent).
+    `extra_processor` (e.g. a real OTLP/HTTP exporter) also gets every span."""
     tp, exp = _provider("lighthouse-app")
+    if extra_processor is not None:
+        tp.add_span_processor(extra_processor)
     tr = tp.get_tracer("gcp.vertex.agent")
     t = T0
     user_text = "Is the north lamp due for a lens clean before the storm on Friday?"

@@ -76,3 +76,20 @@ def test_every_text_is_stored_or_warned_on_both_databases(engine):
     assert missing_texts(json.loads(OUTPUT.read_text()), engine, ["crewai/estuary_crew_output"], out.warnings) == []
     log, _ = import_file(engine, LOG)
     assert missing_texts(json.loads(LOG.read_text()), engine, ["crewai/crew/dune_output_log"], log.warnings) == []
+
+
+def test_every_kickoff_in_a_log_is_a_run(tmp_path):
+    lines = EVENTS.read_text().splitlines()
+    again = [ln.replace('"tp-', '"tq-') for ln in lines]
+    p = tmp_path / "two_kickoffs.jsonl"
+    p.write_text("\n".join(lines + again) + "\n")
+    runs = [i.run for i in iter_path(p)]
+    assert [r["run_id"] for r in runs] == ["crewai/tidepool_survey/tp-000-4c1e", "crewai/tidepool_survey/tq-000-4c1e"]
+    assert len(runs[0]["events"]) == len(runs[1]["events"]) == 15
+
+
+def test_strict_accepts_a_faithful_crew_output_log(engine):
+    from app.ingest.loader import load_items
+
+    summary = load_items(engine, iter_path(LOG), strict=True)
+    assert (summary.imported, summary.rejected, summary.warnings) == (1, 0, [])

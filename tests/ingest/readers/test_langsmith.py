@@ -78,3 +78,16 @@ def test_batch_payload_patches_complete_posted_runs(tmp_path):
     assert [(e["actor"], e["recipients"], e["content"]) for e in run["events"]] == [
         ("user", ["ChatModel"], "Any gulls on the pier?"), ("ChatModel", ["user"], "Two herring gulls, both loafing.")]
     assert run["started_at"] == epoch_to_iso(1780000000.0)  # the JS SDK's epoch milliseconds
+
+
+def test_two_traces_in_one_file_are_two_runs(tmp_path):
+    lines = [json.loads(ln) for ln in FLAT.read_text().splitlines()]
+    other = []
+    for r in lines:
+        o = json.loads(json.dumps(r).replace("7f3e2a10-0c4d-4e55-9a61", "0b1c2d3e-0c4d-4e55-9a61"))
+        other.append(o)
+    p = tmp_path / "two_traces.jsonl"
+    p.write_text("\n".join(json.dumps(r) for r in lines + other) + "\n")
+    runs = [i.run for i in iter_path(p)]
+    assert [r["run_id"] for r in runs] == [RID, "langsmith/0b1c2d3e-0c4d-4e55-9a61-3b2d8c0f1a01"]
+    assert len(runs[0]["events"]) == len(runs[1]["events"]) == len(_run(TREE).run["events"])

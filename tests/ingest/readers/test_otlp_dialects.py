@@ -104,3 +104,44 @@ def test_every_attribute_text_is_stored_or_warned_on_both_databases(engine, adk_
         # tool descriptions are kept in data.tool.description (a tool's label, not conversation text)
         assert missing_texts(_attributes(path), engine, [rid], summary.warnings,
                              kept=["gen_ai.tool.description"]) == []
+
+
+def _shape(run):
+    return [(e["kind"], e["actor"], e["recipients"], e["visibility"], e["content"]) for e in run["events"]]
+
+
+def test_the_otlp_endpoint_body_gives_the_same_adk_run(adk_file):
+    from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+
+    from app.ingest.items import item_from_raw
+    from app.ingest.readers.otlp import build_runs, read_body
+
+    (exp,) = dialect_spans.adk_spans().values()
+    spans, problems = read_body(encode_spans(exp.get_finished_spans()).SerializeToString(), "application/x-protobuf")
+    assert problems == []
+    item = item_from_raw(build_runs(spans)[dialect_spans.SESSION], "POST /v1/traces")
+    assert item.ok, item.error
+    assert _shape(item.run) == _shape(_run(adk_file).run)
+    assert [w["message"].split(" carries")[0] for w in item.warnings] == ["span attribute 'lighthouse.shift_note'"]
+
+
+def test_the_live_otlp_endpoint_builds_the_adk_run(engine, adk_file):
+    """The real OTLP/HTTP exporter sends ADK-shaped spans to POST /v1/traces, one batch per span."""
+    import httpx
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from sqlmodel import Session
+
+    from app.auth.service import create_token, create_user
+    from tests.e2e.live import LiveServer
+
+    with Session(engine) as s:
+        token = create_token(s, create_user(s, "adk-collector", "reviewer", "password123"))
+        s.commit()
+    with LiveServer(engine) as url:
+        sender = SimpleSpanProcessor(OTLPSpanExporter(endpoint=f"{url}/v1/traces",
+                                                      headers={"Authorization": f"Bearer {token}"}))
+        dialect_spans.adk_spans(sender)
+        r = httpx.get(f"{url}/api/v1/runs/{dialect_spans.SESSION}", headers={"Authorization": f"Bearer {token}"})
+    assert r.status_code == 200, r.text
+    assert _shape(r.json()) == _shape(_run(adk_file).run)
