@@ -823,7 +823,7 @@ class _RunBuilder:
             if caller is None and parent is not None:
                 plane = self.lane(parent)
                 caller = plane if plane != lane else None
-                if caller in self.service_lanes and dialects.runner_agent_span(s.name, a):
+                if caller in self.service_lanes and dialects.runner_agent_span(s.name, a, parent.name):
                     caller = None  # ADK's runner / OpenLLMetry's workflow span: nobody called the agent
             if caller is not None:
                 self.agent(caller, role=_str(a, "gen_ai.caller.type"))
@@ -900,6 +900,10 @@ class _RunBuilder:
             calls = tool_calls_text(data["output_messages"])
             if "gcp.vertex.agent.llm_request" in a or any(k.startswith("gen_ai.prompt.") for k in a):
                 self.context(s, lane, parent_idx)
+            system = role_text(a, dialects.SYSTEM)
+            if system and system.strip() not in self.seen:
+                self.emit(s, False, "log", lane, [], system, {"otel": {"span_id": s.span_id, "trace_id": s.trace_id,
+                          "part": "system_instructions"}, "role": "system"}, parent_idx)
             to_user = ["user"] if ("user" in self.principals and out and not calls
                                    and not dialects.adk_response_calls(a.get("gcp.vertex.agent.llm_response"))) else []
             self.primary[key] = self.emit(s, False, "message", lane, to_user, out or calls or inp, data, parent_idx)

@@ -45,6 +45,7 @@ TRANSFER_TARGET = "transfer_target"  # a hand-off's target agent
 AGENT = "agent"            # the span's own agent (its lane)
 AGENT_DESCRIPTION = "agent_description"
 CONVERSATION = "conversation"  # the run the span belongs to
+SYSTEM = "system"          # system instructions (the agent's private log)
 OPERATION = "operation"    # invoke_agent | llm | tool (see OPERATIONS)
 META = "meta"              # known, carries no message text: ids, names, enums, counts (kept in data.attributes)
 
@@ -68,6 +69,8 @@ ATTRS: tuple[Attr, ...] = (
     Attr("openinference", "agent.name", AGENT),
     Attr("genai", "gen_ai.agent.id", AGENT),
     Attr("genai", "gen_ai.agent.description", AGENT_DESCRIPTION),
+    Attr("genai", "gen_ai.system_instructions", SYSTEM, "messages",
+         "the agent's instructions: its private log (once per agent and text)"),
     Attr("genai", "gen_ai.conversation.id", CONVERSATION),
     Attr("openinference", "session.id", CONVERSATION),
     Attr("adk", "gcp.vertex.agent.session_id", CONVERSATION),
@@ -248,6 +251,8 @@ def adk_response_text(value: Any) -> str | None:
     if not isinstance(doc, dict):
         return None
     content = doc.get("content")
+    if content is None and isinstance(doc.get("candidates"), list) and doc["candidates"]:
+        content = (doc["candidates"][0] or {}).get("content")  # a raw Gemini GenerateContentResponse
     text = content_text(content) or calls_text(content_calls(content))
     if text:
         return text
@@ -257,13 +262,24 @@ def adk_response_text(value: Any) -> str | None:
 
 def adk_response_calls(value: Any) -> list[dict[str, Any]]:
     doc = _json(value)
-    return content_calls(doc.get("content")) if isinstance(doc, dict) else []
+    if not isinstance(doc, dict):
+        return []
+    content = doc.get("content")
+    if content is None and isinstance(doc.get("candidates"), list) and doc["candidates"]:
+        content = (doc["candidates"][0] or {}).get("content")
+    return content_calls(content)
 
 
-def runner_agent_span(name: str, attrs: dict[str, Any]) -> bool:
+#: span names of runners that invoke agents without being one (ADK's ``Runner``)
+RUNNER_SPAN_NAMES = frozenset({"invocation"})
+
+
+def runner_agent_span(name: str, attrs: dict[str, Any], parent_name: str | None = None) -> bool:
     """An agent span of a dialect whose runner / workflow span above it is no agent (ADK's
-    ``agent_run [NAME]`` under ``invocation``, OpenLLMetry's agent under its workflow)."""
-    return bool(AGENT_SPAN_NAMES[0].match(name or "")) or str(attrs.get("traceloop.span.kind", "")).lower() == "agent"
+    ``agent_run [NAME]`` or ``invoke_agent NAME`` under ``invocation``, OpenLLMetry's agent under
+    its workflow)."""
+    return (bool(AGENT_SPAN_NAMES[0].match(name or "")) or parent_name in RUNNER_SPAN_NAMES
+            or str(attrs.get("traceloop.span.kind", "")).lower() == "agent")
 
 
 def adk_request_contents(value: Any) -> list[dict[str, Any]] | None:

@@ -20,9 +20,19 @@ def _adk_content(role: str, *parts: dict) -> dict:
     return {"role": role, "parts": list(parts)}
 
 
-def adk_spans(extra_processor=None):
+def adk_spans(extra_processor=None, style: str = "agent_run"):
     """An ADK run: the keeper agent calls a tool, then hands off to the lamp agent (transfer_to_agent).
-    `extra_processor` (e.g. a real OTLP/HTTP exporter) also gets every span."""
+    `extra_processor` (e.g. a real OTLP/HTTP exporter) also gets every span. `style`: ``agent_run``
+    (ADK up to mid 2025: ``agent_run [NAME]`` spans) or ``invoke_agent`` (later releases:
+    ``invoke_agent NAME`` with gen_ai.agent.name / description and gen_ai.conversation.id)."""
+
+    def agent_span(name, parent_ctx, start, description, **attrs):
+        if style == "agent_run":
+            return tr.start_span(f"agent_run [{name}]", context=parent_ctx, start_time=start, attributes=attrs)
+        return tr.start_span(f"invoke_agent {name}", context=parent_ctx, start_time=start, attributes={
+            "gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": name,
+            "gen_ai.agent.description": description, "gen_ai.conversation.id": SESSION, **attrs})
+
     tp, exp = _provider("lighthouse-app")
     if extra_processor is not None:
         tp.add_span_processor(extra_processor)
@@ -32,7 +42,7 @@ def adk_spans(extra_processor=None):
     sys_text = "You keep the lighthouse log. Ask lamp_tender about anything optical."
     inv = tr.start_span("invocation", start_time=t)
     ctx = trace.set_span_in_context(inv)
-    keeper = tr.start_span("agent_run [keeper]", context=ctx, start_time=t + 1 * MS)
+    keeper = agent_span("keeper", ctx, t + 1 * MS, "Keeps the lighthouse log")
     kctx = trace.set_span_in_context(keeper)
 
     def call_llm(parent_ctx, start, contents, response, event_id, system=sys_text):
@@ -51,6 +61,7 @@ def adk_spans(extra_processor=None):
         return tr.start_span(f"execute_tool {name}", context=parent_ctx, start_time=start, attributes={
             "gen_ai.system": "gcp.vertex.agent", "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": name,
             "gen_ai.tool.description": f"{name} tool", "gen_ai.tool.call.id": call_id,
+            **({"gen_ai.tool.type": "FunctionTool"} if style != "agent_run" else {}),
             "gcp.vertex.agent.tool_call_args": json.dumps(args), "gcp.vertex.agent.event_id": event_id,
             "gcp.vertex.agent.tool_response": json.dumps(response),
             "gcp.vertex.agent.llm_request": "{}", "gcp.vertex.agent.llm_response": "{}"})
@@ -71,8 +82,8 @@ def adk_spans(extra_processor=None):
     tool2 = tool_span(l2ctx, t + 7 * MS, "transfer_to_agent", {"agent_name": "lamp_tender"}, {"result": None},
                       "adk-c2", "ev-4")
     tool2.end(end_time=t + 8 * MS)
-    lamp = tr.start_span("agent_run [lamp_tender]", context=l2ctx, start_time=t + 9 * MS,
-                         attributes={"lighthouse.shift_note": "Night shift reports a cracked vent pane"})
+    lamp = agent_span("lamp_tender", l2ctx, t + 9 * MS, "Tends the lamps and lenses",
+                      **{"lighthouse.shift_note": "Night shift reports a cracked vent pane"})
     lctx = trace.set_span_in_context(lamp)
     llm3 = call_llm(lctx, t + 10 * MS, [user_turn], _adk_content("model", {
         "text": "Yes: clean the north lens on Thursday; salt haze dims it before a storm."}), "ev-5",

@@ -145,3 +145,13 @@ def test_the_live_otlp_endpoint_builds_the_adk_run(engine, adk_file):
         r = httpx.get(f"{url}/api/v1/runs/{dialect_spans.SESSION}", headers={"Authorization": f"Bearer {token}"})
     assert r.status_code == 200, r.text
     assert _shape(r.json()) == _shape(_run(adk_file).run)
+
+
+def test_later_adk_releases_invoke_agent_spans_give_the_same_run(adk_file, tmp_path):
+    newer = otlp_gen.write_file(tmp_path / "adk-newer.otlp.jsonl", dialect_spans.adk_spans(style="invoke_agent"))
+    old, new = _run(adk_file).run, _run(newer).run
+    assert new["run_id"] == dialect_spans.SESSION
+    strip = [s for s in _shape(old) if not (s[0] == "log" and s[4].startswith("agent_run ["))]
+    assert [s for s in _shape(new) if not (s[0] == "log" and s[4].startswith("invoke_agent "))] == strip
+    agents = {a["id"]: a for a in new["agents"]}
+    assert agents["lamp_tender"]["metadata"]["description"] == "Tends the lamps and lenses"
