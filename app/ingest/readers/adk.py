@@ -59,7 +59,7 @@ PART_KEYS = {"text", "thought", "thought_signature", "function_call", "function_
              "code_execution_result", "inline_data", "file_data", "video_metadata"}
 ACTION_KEYS = {"state_delta", "artifact_delta", "transfer_to_agent", "escalate", "skip_summarization",
                "requested_auth_configs", "requested_tool_confirmations", "end_of_agent", "agent_state",
-               "rewind_before_invocation_id"}
+               "rewind_before_invocation_id", "transfer_reason"}
 
 
 def snake(d: Any) -> dict[str, Any]:
@@ -287,7 +287,9 @@ class _Session:
         if isinstance(target, str) and target.strip() == author:
             b.event("log", author, f"transfer to {author} (itself)", ts=ts, data={"adk": meta, "transfer_to_agent": author})
         elif isinstance(target, str) and target.strip():
-            b.handoff(author, target.strip(), f"transfer to {target.strip()}", ts=ts, data={"adk": meta})
+            reason = actions.get("transfer_reason")
+            text = f"transfer to {target.strip()}" + (f": {reason}" if isinstance(reason, str) and reason else "")
+            b.handoff(author, target.strip(), text, ts=ts, data={"adk": meta, "transfer_reason": reason})
         if actions.get("escalate"):
             branch = self.evs[i].get("branch")
             parent = branch.split(".")[-2] if isinstance(branch, str) and "." in branch else None

@@ -43,6 +43,7 @@ def test_session_events_become_agents_messages_tools_and_a_hand_off():
     (handoff, escalate) = [e for e in ev if e["kind"] == "delegation"]
     assert (handoff["actor"], handoff["recipients"], handoff["visibility"]) == (
         "berth_coordinator", ["tide_oracle"], "shared")
+    assert handoff["content"] == "transfer to tide_oracle: Tide heights are the oracle's call, not mine."
     assert (escalate["actor"], escalate["recipients"]) == ("tide_oracle", ["berth_coordinator"])
     code = next(e for e in ev if e["kind"] == "tool_call" and e["data"]["tool"] == "code_execution")
     assert next(e for e in ev if e["parent_seq"] == code["seq"])["content"].startswith("2.3 metres")
