@@ -881,7 +881,11 @@ class ProfiledRun:
                 rule = {"kind": "state_update", "actor": "agent"}
             if isinstance(rule, dict):
                 ev["kind"] = rule["kind"]
-                ev["actor"] = self.rule_actor(rule.get("actor", "agent"), owner)
+                who = rule.get("actor", "agent")
+                if who in ("agent", "principal"):
+                    ev["_who"] = who  # the record's own actor when it names one (below), else this
+                else:
+                    ev["actor"] = self.rule_actor(who, owner)
                 if rule.get("visibility"):
                     ev["visibility"] = rule["visibility"]
             else:
@@ -895,6 +899,9 @@ class ProfiledRun:
                 ev[name] = v
             elif f:
                 ev.setdefault("metadata", {})[f"original_{name}"] = v
+        who = ev.pop("_who", None)
+        if who is not None and "actor" not in ev:
+            ev["actor"] = self.rule_actor(who, owner)
         f, calls = self.take(obj, role, "tool_calls")
         if f and calls:
             ev["_tool_calls"] = calls if isinstance(calls, list) else [calls]
