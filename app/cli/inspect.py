@@ -19,7 +19,9 @@ def inspect_cmd(path: str, write_profile: str | None) -> None:
     Prints the run directories and their path pattern, a root manifest, the files by role with
     the keys seen in their records (and how often; `*` marks keys kept in metadata), the values
     seen for status/visibility/kind/result keys, what the inferred profile maps and what it
-    leaves unmapped. `--write-profile FILE` writes that profile as a starting point: unedited,
+    leaves unmapped. A single file is dry-run: the readers asked (each with its score and reason),
+    the reader the import would use, the runs, agents, principals and events it would store and the
+    warnings it would raise, grouped by cause. `--write-profile FILE` writes that profile as a starting point: unedited,
     `a2annotate import PATH --profile FILE` reads the tree the way plain `import PATH` does.
     """
     import tempfile
@@ -38,9 +40,9 @@ def inspect_cmd(path: str, write_profile: str | None) -> None:
             _output(ins, write_profile, render, profile_text)
         return
     if os.path.isfile(path):
-        from app.ingest import detect_format
+        from app.ingest.inspect import dry_run, render_dry_run
 
-        click.echo(f"{path}: a single file, format {detect_format(path)} (profiles apply to directory trees)")
+        click.echo(render_dry_run(dry_run(path)))
         return
     _output(inspect_tree(path), write_profile, render, profile_text)
 

@@ -933,3 +933,108 @@ def profile_text(ins: Inspection) -> str:
               "Edit it, then: a2annotate import PATH --profile THIS_FILE [--report report.jsonl]\n"
               "Reference: docs/importing.md")
     return dump_profile(ins.profile, header) if ins.profile else ""
+
+
+# --------------------------------------------------------------------------- dry runs through the registry
+
+@dataclass
+class DryRun:
+    """What `import PATH` would produce, found by reading PATH exactly as the import does (the
+    registry's reader, the inferred profile for trees) and storing nothing."""
+
+    path: str
+    reader: str | None = None
+    reason: str | None = None
+    #: every reader asked, with its score and reason (best first)
+    tried: list[tuple[str, float, str]] = field(default_factory=list)
+    runs: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    #: warning cause -> (count, first example location)
+    warnings: dict[str, list] = field(default_factory=dict)
+    notices: int = 0
+    unused: list[str] = field(default_factory=list)
+    agents: Counter = field(default_factory=Counter)
+    principals: Counter = field(default_factory=Counter)
+    kinds: Counter = field(default_factory=Counter)
+    system_events: int = 0
+    events_without_text: int = 0
+
+
+def warning_cause(message: str) -> str:
+    """A warning's cause: its message with the particulars (quoted values, numbers, key lists) taken out."""
+    m = re.sub(r"'[^']*'|\"[^\"]*\"", "'…'", message)
+    m = re.sub(r"\b\d+\b", "N", m)
+    m = re.sub(r":\s[^;]*\(N\)(, [^;]*\(N\))*", ": …", m)
+    return m[:160]
+
+
+def dry_run(path: str | os.PathLike, fmt: str | None = None, profile: Any = None) -> DryRun:
+    """Read `path` as `import` would and tally what it would store (nothing is written)."""
+    from app.ingest.detect import iter_path
+    from app.ingest.registry import registry
+
+    p = Path(path)
+    out = DryRun(path=os.fspath(path))
+    reg = registry()
+    pick = reg.pick(p)
+    out.tried = [(t.name, t.sniff.score, t.sniff.reason) for t in pick.tried]
+    out.reader = fmt or pick.name
+    out.reason = pick.sniff.reason if pick.sniff is not None and not fmt else None
+    for item in iter_path(p, format=fmt, profile=profile):
+        out.unused.extend(item.unused_files)
+        out.notices += len(item.notices)
+        for w in item.warnings:
+            cause = warning_cause(str(w.get("message", "")))
+            slot = out.warnings.setdefault(cause, [0, w.get("location") or item.source])
+            slot[0] += 1
+        if item.error is not None:
+            out.errors.append(str(item.error))
+            continue
+        if item.run is None:
+            continue
+        run = item.run
+        out.runs.append(run["run_id"])
+        out.agents.update(a["id"] for a in run["agents"])
+        out.principals.update(pr["id"] for pr in run["principals"])
+        for e in run["events"]:
+            out.kinds[e["kind"]] += 1
+            out.system_events += e["actor"] == "system"
+            out.events_without_text += e.get("content") in (None, "") and e["kind"] in ("message", "tool_result")
+    return out
+
+
+def render_dry_run(d: DryRun, limit: int = 12) -> str:
+    lines = [f"{d.path}: read by {d.reader!r}" + (f" ({d.reason})" if d.reason else "")
+             if d.reader else f"{d.path}: no reader takes it"]
+    lines.append("readers asked (score, reason):")
+    for name, score, reason in d.tried:
+        lines.append(f"  {name}: {score:.2f} {reason}")
+    lines.append(f"import would store: {len(d.runs)} run(s), reject {len(d.errors)}")
+    for rid in d.runs[:limit]:
+        lines.append(f"  run {rid}")
+    if len(d.runs) > limit:
+        lines.append(f"  ... and {len(d.runs) - limit} more")
+    if d.runs:
+        lines.append("agents: " + ", ".join(f"{a} ({n})" for a, n in d.agents.most_common(limit)))
+        lines.append("principals: " + (", ".join(f"{a} ({n})" for a, n in d.principals.most_common(limit))
+                                       or "(none: every agent acts for no principal)"))
+        lines.append("events by kind: " + ", ".join(f"{k} {n}" for k, n in sorted(d.kinds.items())))
+        lines.append(f"events by 'system': {d.system_events}; messages/tool results without text: "
+                     f"{d.events_without_text}")
+    for e in d.errors[:limit]:
+        lines.append(f"  rejected: {e}")
+    total = sum(c for c, _ in d.warnings.values())
+    lines.append(f"warnings the import would raise: {total}" + (", by cause:" if total else ""))
+    for cause, (n, where) in sorted(d.warnings.items(), key=lambda kv: -kv[1][0])[:limit]:
+        lines.append(f"  {n} x {cause} (first at {where})")
+    lines.append(f"notices (kept verbatim in metadata, no text lost): {d.notices}")
+    if d.unused:
+        lines.append(f"files no reader takes: {len(d.unused)}")
+        for u in d.unused[:limit]:
+            lines.append(f"  {u}")
+    if not d.runs and not d.errors and not d.unused:
+        lines.append("nothing to import here")
+    if not d.reader or (not d.runs and d.errors):
+        lines.append("no reader reads this as runs: write an import profile (see docs/importing.md) or a "
+                     "reader plugin (docs/readers.md)")
+    return "\n".join(lines)
