@@ -42,12 +42,14 @@ def estimate_runs(paths) -> int | None:
 
 
 def write_report(summary, path: str) -> None:
-    """JSON Lines: one object per warning, rejection, unknown mode and unused file."""
+    """JSON Lines: one object per warning, notice, rejection, unknown mode and unused file."""
     import json
 
     with open(path, "w", encoding="utf-8") as f:
         for w in summary.warnings:
             f.write(json.dumps({"type": "warning", **w}, ensure_ascii=False) + "\n")
+        for n in summary.notices:
+            f.write(json.dumps({"type": "notice", **n}, ensure_ascii=False) + "\n")
         for e in summary.errors:
             f.write(json.dumps({"type": "rejected", **e}, ensure_ascii=False) + "\n")
         for name, n in sorted(summary.unknown_modes.items()):
@@ -114,7 +116,8 @@ def _check_format(ctx, param, value):
               help="Import profile (YAML) saying how to read directory trees, or a built-in profile's name "
                    "(default: the profile `a2annotate inspect` infers for each tree).")
 @click.option("--strict", is_flag=True,
-              help="Reject every run that needed a warning (each problem is listed), instead of keeping it.")
+              help="Reject every run that needed a warning (each problem is listed), instead of keeping it; "
+                   "notices (what was kept verbatim in metadata, nothing lost) are no warnings.")
 @click.option("--report", "report", type=click.Path(dir_okay=False, writable=True), default=None,
               help="Write every warning, rejection, unknown mode and unused file to FILE as JSON Lines.")
 @one_line_errors
@@ -152,6 +155,9 @@ def import_cmd(paths: tuple[str, ...], fmt: str | None, mapping: str | None, rep
             click.echo(f"  warning: {w['location']}: {w['message']}", err=True)
         if len(summary.warnings) > 20:
             click.echo(f"  ... and {len(summary.warnings) - 20} more", err=True)
+    if summary.notices:
+        click.echo(f"{len(summary.notices)} notice(s): kept verbatim in metadata, nothing lost (not warnings; "
+                   + ("listed in the report)" if report else "list them with --report FILE)"), err=True)
     if summary.unknown_modes:
         click.echo("modes matching nothing in the taxonomy (kept, no judge label made from them): "
                    + ", ".join(f"{m!r} ({n})" for m, n in sorted(summary.unknown_modes.items())), err=True)

@@ -21,6 +21,9 @@ class ImportItem:
     unused_files: list[str] = field(default_factory=list)
     #: what a lenient reader could not map and kept aside: ``[{location, message, field?}]``
     warnings: list[dict[str, Any]] = field(default_factory=list)
+    #: informational notices (``[{location, message}]``): what was kept verbatim in metadata with
+    #: nothing lost; reported, never counted as warnings (``--strict`` accepts them)
+    notices: list[dict[str, Any]] = field(default_factory=list)
     #: audit mode names that match nothing in the taxonomy (name -> count), kept in run metadata
     unknown_modes: dict[str, int] = field(default_factory=dict)
     #: further problems of a rejected run, beyond `error` (every problem is reported)
@@ -42,6 +45,7 @@ class ReadSummary:
     errors: list[RunFormatError] = field(default_factory=list)
     unused_files: list[str] = field(default_factory=list)
     warnings: list[dict[str, Any]] = field(default_factory=list)
+    notices: list[dict[str, Any]] = field(default_factory=list)
 
     def add(self, item: ImportItem) -> None:
         if item.run is not None:
@@ -51,6 +55,7 @@ class ReadSummary:
             self.errors.extend(item.more_errors)
         self.unused_files.extend(item.unused_files)
         self.warnings.extend(item.warnings)
+        self.notices.extend(item.notices)
 
 
 def item_from_raw(raw: Any, location: Location) -> ImportItem:

@@ -458,7 +458,12 @@ def normalize_lenient(raw: Any, location: Location | str | None = None, *, requi
                 raise RunFormatError(location, f"{problem[1]} (the database cannot hold it)", field=problem[0])
             return run, fixer.warnings
         except RunFormatError as err:
-            key = f"{err.field}|{err.message}"
+            # the same problem of the same object twice over means the repair made no progress; the
+            # object is part of the key because a repair that drops a record moves the next one
+            # into its place (the third mode-less check of a run is checks[0] again, but not the same)
+            tokens = _parse(err.field) if err.field else []
+            owner = _get(work, tokens[:-1]) if len(tokens) > 1 else work
+            key = f"{err.field}|{err.message}|{id(owner)}"
             seen[key] = seen.get(key, 0) + 1
             if seen[key] > 2 or not fixer.repair(err):
                 if fixer.warnings:

@@ -38,6 +38,8 @@ class ImportSummary:
     warnings: list[dict[str, Any]] = field(default_factory=list)
     #: audit mode names matching nothing in the taxonomy -> how often (kept in run metadata)
     unknown_modes: dict[str, int] = field(default_factory=dict)
+    #: informational notices (kept verbatim in metadata, nothing lost): not warnings, `strict` keeps them
+    notices: list[dict[str, Any]] = field(default_factory=list)
 
     def line(self) -> str:
         """Returns the summary line `imported N, unchanged M, rejected K, warnings W` (replaced runs
@@ -48,7 +50,7 @@ class ImportSummary:
     def to_dict(self) -> dict[str, Any]:
         return {"imported": self.imported, "unchanged": self.unchanged, "replaced": self.replaced,
                 "rejected": self.rejected, "errors": self.errors, "unused_files": self.unused_files,
-                "warnings": self.warnings, "unknown_modes": self.unknown_modes}
+                "warnings": self.warnings, "unknown_modes": self.unknown_modes, "notices": self.notices}
 
 
 class RunConflict(Exception):
@@ -431,6 +433,8 @@ def load_items(engine: Engine, items: Iterable[Any], *, replace: bool = False, b
             clock.restart()
             for item in items:
                 warnings = list(getattr(item, "warnings", None) or [])
+                if getattr(item, "run", None) is not None:
+                    summary.notices.extend(getattr(item, "notices", None) or [])
                 for name, n in (getattr(item, "unknown_modes", None) or {}).items():
                     summary.unknown_modes[name] = summary.unknown_modes.get(name, 0) + n
                 if strict and warnings and getattr(item, "run", None) is not None:

@@ -12,7 +12,9 @@ project's own layout (the names `app.ingest.readers.tree` recognises). Pure: no 
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +33,7 @@ ROLE_FIELDS = {
                  "title", "description", "alignment"),
     "scenario": ("id", "family", "title", "description", "alignment"),
     "events": ("seq", "ts", "kind", "actor", "recipients", "visibility", "content", "data", "turn",
-               "parent_seq", "parent_turn", "hop", "chat_role"),
+               "parent_seq", "parent_turn", "hop", "chat_role", "tool_calls", "call_id"),
     "hops": ("seq", "turn", "hop"),
     "checks": ("check_id", "passed", "level", "agent", "evidence", "evidence_turns", "detail", "source",
                "mode"),
@@ -61,9 +63,16 @@ def _role_keys(role: str) -> dict:
 
 
 _AGENTS = {"type": "object", "additionalProperties": False, "required": ["from"], "properties": {
-    "from": {"type": "string"}, "id": {"type": "string"}, "role": {"type": "string"},
+    "from": {"type": "string", "description": "a path in the run metadata, or 'actors': the actors seen in the log"},
+    "id": {"type": "string"}, "role": {"type": "string"},
     "model": {"type": "string"}, "principal": {"type": "string"}, "harness": {"type": "string"},
     "principal_name": {"type": "string"}}}
+#: when a rule applies to an event: its kind, actor and recipients (`none`, `any` or a name)
+_WHEN = {"type": "object", "additionalProperties": False, "properties": {
+    "kind": _KEYSPEC, "actor": _KEYSPEC, "recipient": {"type": "string"}, "role": {"type": "string"}}}
+_VISIBILITY_RULE = {"type": "object", "additionalProperties": False, "required": ["when"], "properties": {
+    "when": _WHEN, "visibility": {"enum": ["shared", "private"]},
+    "recipients": {"enum": ["all_others", "none"]}}}
 
 
 PROFILE_SCHEMA: dict[str, Any] = {
@@ -94,20 +103,32 @@ PROFILE_SCHEMA: dict[str, Any] = {
                     "properties": {r: {"type": "string"} for r in RECORD_ROLES}},
         "keys": {"type": "object", "additionalProperties": False,
                  "properties": {r: _role_keys(r) for r in ROLE_FIELDS}},
+        "keep": {"type": "object", "additionalProperties": False, "description":
+                 "per record role, source keys kept in metadata on purpose (a notice, not a warning)",
+                 "properties": {r: {"type": "array", "items": {"type": "string", "minLength": 1}}
+                                for r in RECORD_ROLES}},
         "values": {"type": "object", "additionalProperties": False, "properties": {
             "status": _VOCAB, "visibility": _VOCAB, "kind": _VOCAB, "passed": _VOCAB,
             "chat_role": {"type": "object", "additionalProperties": {"oneOf": [
                 {"enum": ["private_state", "skip"]},
                 {"type": "object", "additionalProperties": False, "required": ["kind"], "properties": {
-                    "kind": {"type": "string"}, "actor": {"enum": ["agent", "system"]},
+                    "kind": {"type": "string"},
+                    "actor": {"type": "string", "description":
+                              "agent (the file's agent), principal (its principal, or the only one), "
+                              "system, or any agent or principal id"},
                     "visibility": {"enum": ["shared", "private"]}}}]}}}},
         "defaults": {"type": "object", "additionalProperties": False,
                      "properties": {r: {"type": "object"} for r in ("events", "conversation", "trajectory",
                                                                    "checks", "judgments")}},
         "agents": {"oneOf": [_AGENTS, {"type": "array", "items": _AGENTS, "minItems": 1}]},
         "principals": {"type": "object", "additionalProperties": False, "required": ["from"], "properties": {
-            "from": {"type": "string"}, "id": {"type": "string"}, "name": {"type": "string"},
-            "kind": {"type": "string"}, "objective": {"type": "string"}, "constraints": {"type": "string"}}},
+            "from": {"type": "string", "description": "a path in the run metadata, or 'actors'"},
+            "id": {"type": "string"}, "name": {"type": "string"},
+            "kind": {"type": "string"}, "objective": {"type": "string"}, "constraints": {"type": "string"},
+            "match": {"type": "array", "items": {"type": "string", "minLength": 1}, "description":
+                      "with from: actors, the actors that are principals (names, or /regex/)"}}},
+        "visibility": {"type": "array", "items": _VISIBILITY_RULE,
+                       "description": "rules by kind, actor and recipient; the first that applies wins"},
         "metrics": {"type": "object", "additionalProperties": False, "properties": {
             "aggregate_score": _KEYSPEC, "status": _KEYSPEC,
             "principals": {"type": "object", "additionalProperties": {
@@ -181,6 +202,18 @@ def validation_problems(data: Any) -> list[str]:
     return out
 
 
+def _path_problems(data: dict) -> list[str]:
+    out = []
+    for role, keys in (data.get("keys") or {}).items():
+        for fieldname, spec in (keys or {}).items():
+            for path in key_candidates(spec):
+                try:
+                    compile_path(path)
+                except ProfileError as exc:
+                    out.append(f"keys.{role}.{fieldname}: {exc}")
+    return out
+
+
 def _semantic_problems(data: dict) -> list[str]:
     import re
     import string
@@ -235,7 +268,7 @@ def load_profile(source: str | os.PathLike | dict | Profile) -> Profile:
             raise ProfileError(f"{where}: cannot read it: {exc}") from None
     problems = validation_problems(data)
     if not problems:
-        problems = _semantic_problems(data)
+        problems = _semantic_problems(data) + _path_problems(data)
     if problems:
         raise ProfileError(f"{where}: " + "; ".join(problems))
     return Profile(spec=data, path=path)
@@ -250,6 +283,48 @@ def dump_profile(profile: Profile | dict, header: str = "") -> str:
 
 
 # --------------------------------------------------------------------------- shared helpers
+
+#: a plain dotted path (``a.b.c``: no JMESPath operator in it, so every profile written before
+#: JMESPath paths reads as it did, keys with dashes or spaces included): read and removed from the
+#: record; any other path is a JMESPath expression
+_PLAIN = re.compile(r"^[^\[\]|@*?(){}`&!<>=,'\"$]+$")
+
+
+def is_plain_path(path: str) -> bool:
+    return bool(_PLAIN.match(path))
+
+
+@lru_cache(maxsize=1024)
+def compile_path(path: str):
+    """The compiled JMESPath expression of a profile path; raises ProfileError naming it."""
+    import jmespath
+    from jmespath.exceptions import JMESPathError
+
+    try:
+        return jmespath.compile(path)
+    except JMESPathError as exc:
+        raise ProfileError(f"path {path!r}: not a JMESPath expression ({exc})") from None
+
+
+def root_key(path: str) -> str | None:
+    """The top-level key a path starts from (``content[0].text`` -> ``content``), or None."""
+    node = compile_path(path).parsed
+    while node:
+        if node.get("type") == "field":
+            return node.get("value")
+        kids = node.get("children") or []
+        node = kids[0] if kids else None
+    return None
+
+
+def path_get(obj: Any, path: str) -> tuple[bool, Any]:
+    """``(found, value)``: a plain dotted path as `dotted_get`; any other path is a JMESPath
+    expression (lists indexed, projected and filtered), found when it gives a value other than null."""
+    if is_plain_path(path):
+        return dotted_get(obj, path)
+    value = compile_path(path).search(obj)
+    return (value is not None), value
+
 
 def dotted_get(obj: Any, path: str) -> tuple[bool, Any]:
     """``(found, value)`` of a dotted path (``a.b.c``) in nested objects."""

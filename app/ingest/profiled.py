@@ -20,7 +20,16 @@ from typing import Any
 from app.ingest.canonical import Location, RunFormatError, epoch_to_iso, ts_key, ts_order
 from app.ingest.items import ImportItem
 from app.ingest.lenient import normalize_lenient
-from app.ingest.profile import Profile, dotted_get, dotted_pop, fill, key_candidates
+from app.ingest.profile import (
+    Profile,
+    compile_path,
+    dotted_get,
+    dotted_pop,
+    fill,
+    is_plain_path,
+    key_candidates,
+    root_key,
+)
 from app.ingest.readers.tree import artifact_event, load_doc
 from app.ingest.safety import safejson
 
@@ -31,6 +40,19 @@ _FALSE = {"false", "fail", "failed", "no", "error", "failure", "0"}
 
 
 # --------------------------------------------------------------------------- files
+
+def carries_text(value: Any) -> bool:
+    """Whether `value` holds prose (a string with a space, or longer than 40 characters, anywhere
+    in it), as opposed to ids, codes, numbers and flags, which lose nothing kept in metadata."""
+    if isinstance(value, str):
+        v = value.strip()
+        return len(v) > 40 or (" " in v)
+    if isinstance(value, dict):
+        return any(carries_text(v) for v in value.values())
+    if isinstance(value, list):
+        return any(carries_text(v) for v in value)
+    return False
+
 
 class Unreadable:
     """A JSON Lines line that is not JSON (a truncated last line, a stray print): its text is kept."""
@@ -193,6 +215,10 @@ class ProfiledRun:
         self.agents: list[dict] = []
         self.principals: list[dict] = []
         self.leftover: Counter = Counter()
+        self.leftover_text: Counter = Counter()
+        self.notices: list[dict] = []
+        #: top-level keys of the current record read by a JMESPath expression (kept whole in metadata)
+        self.consumed: set[str] = set()
 
     # -- helpers
     def shown(self, rel: str) -> str:
@@ -200,6 +226,24 @@ class ProfiledRun:
 
     def warn(self, location: Any, message: str) -> None:
         self.warnings.append({"location": str(location), "message": message})
+
+    def notice(self, location: Any, message: str) -> None:
+        """An informational notice (nothing lost: kept verbatim in metadata), not a warning."""
+        self.notices.append({"location": str(location), "message": message})
+
+    def report_unmapped(self, location: Any, role: str, where: str, counts: Counter, texts: Counter) -> None:
+        """Keys no profile key maps, kept in metadata: a warning for those that carry text (they
+        would otherwise sit only in metadata), a notice for the rest and for the keys the profile
+        keeps on purpose (``keep.<role>``)."""
+        keep = set(((self.p.get("keep") or {}).get(role)) or ())
+        warned = {k: n for k, n in counts.items() if texts.get(k) and k not in keep}
+        noted = {k: n for k, n in counts.items() if k not in warned}
+        if warned:
+            self.warn(location, f"keys not mapped whose values carry text, kept in {where}: "
+                      + ", ".join(f"{k} ({n})" for k, n in sorted(warned.items())))
+        if noted:
+            self.notice(location, f"kept in {where} (no text lost): "
+                        + ", ".join(f"{k} ({n})" for k, n in sorted(noted.items())))
 
     def by_role(self, role: str) -> list[tuple[str, str | None]]:
         if not hasattr(self, "_roles"):
@@ -219,7 +263,15 @@ class ProfiledRun:
         (dotted; several candidates: the first present wins); falls back to the canonical name."""
         spec = ((self.p.get("keys") or {}).get(role) or {}).get(name)
         for key in key_candidates(spec) or [name]:
-            found, value = dotted_pop(obj, key)
+            if is_plain_path(key):
+                found, value = dotted_pop(obj, key)
+            else:  # a JMESPath expression: read; the record keeps the value (metadata), counted as mapped
+                value = compile_path(key).search(obj)
+                found = value is not None
+                if found:
+                    top = root_key(key)
+                    if top:
+                        self.consumed.add(top)
             if found:
                 return True, value
         return False, None
@@ -259,8 +311,10 @@ class ProfiledRun:
         for pr in problems:
             loc = self.origin(pr.field, origins)
             self.warnings.append({"location": loc, "message": pr.message, "field": pr.field})
+        notices = [{**n, "run_id": run["run_id"]} for n in self.notices]
         return ImportItem(run=run, source=self.shown_dir, unused_files=self.unused(),
-                          warnings=self.warnings_with_run(run["run_id"]), unknown_modes=dict(self.unknown_modes))
+                          warnings=self.warnings_with_run(run["run_id"]), unknown_modes=dict(self.unknown_modes),
+                          notices=notices)
 
     def warnings_with_run(self, run_id: str | None) -> list[dict]:
         out = []
@@ -370,8 +424,9 @@ class ProfiledRun:
             self.used.update(logs)
             run_meta["harness_logs"] = logs
         if meta:
-            self.warn(", ".join(meta_locs) or self.shown_dir,
-                      "keys not mapped, kept in run metadata: " + ", ".join(sorted(meta)))
+            self.report_unmapped(", ".join(meta_locs) or self.shown_dir, "metadata", "run metadata",
+                                 Counter(dict.fromkeys(meta, 1)),
+                                 Counter({k: 1 for k, v in meta.items() if carries_text(v)}))
         for k, v in meta.items():  # whatever the metadata files hold that was not mapped
             if k in run_meta:
                 run_meta.setdefault("run_metadata", {})[k] = v
@@ -421,7 +476,7 @@ class ProfiledRun:
         spec = self.p.get("agents")
         pspec = self.p.get("principals")
         principals: dict[str, dict] = {}
-        if pspec:
+        if pspec and pspec.get("from") != "actors":
             found, value = dotted_pop(meta, pspec["from"])
             entries = self.entries(value) if found else []
             if not found:
@@ -442,6 +497,8 @@ class ProfiledRun:
         agents: list[dict] = []
         if isinstance(spec, list):  # several layouts: the first whose `from` this run has
             spec = next((sp for sp in spec if dotted_get(meta, sp["from"])[0]), spec[0])
+        if spec and spec.get("from") == "actors":
+            spec = None  # the actors seen in the log (`derive_actors`, once the events are read)
         if spec:
             found, value = dotted_pop(meta, spec["from"])
             if not found:
@@ -560,6 +617,7 @@ class ProfiledRun:
                     self.warn(exc.location, f"file not read: {exc.message}")
                     continue
                 leftovers: Counter = Counter()
+                leftover_text: Counter = Counter()
                 for obj, loc in recs:
                     if isinstance(obj, Unreadable):
                         self.warn(loc, f"not valid JSON ({obj.reason}); the line is kept as a log event")
@@ -574,11 +632,13 @@ class ProfiledRun:
                     ev = self.event(dict(obj), role, base, owner, chat, loc)
                     if ev is None:
                         continue
-                    leftovers.update(ev.pop("_leftover", []))
-                    entries.append((ev, loc, rank))
+                    left = ev.pop("_leftover", [])
+                    leftovers.update(k for k, _ in left)
+                    leftover_text.update(k for k, t in left if t)
+                    for one in self.split_tool_calls(ev, loc):
+                        entries.append((one, loc, rank))
                 if leftovers:
-                    keys = ", ".join(f"{k} ({n})" for k, n in sorted(leftovers.items()))
-                    self.warn(self.shown(rel), f"keys not mapped, kept in each event's metadata: {keys}")
+                    self.report_unmapped(self.shown(rel), role, "each event's metadata", leftovers, leftover_text)
         # order: by time when every event has one, else by turn, else file order
         idx = list(range(len(entries)))
         tss = [ts_key(e[0].get("ts")) if isinstance(e[0].get("ts"), str) else None for e in entries]
@@ -612,11 +672,189 @@ class ProfiledRun:
                 else:
                     ev.setdefault("metadata", {})["parent_turn"] = pt
                     self.warn(loc, f"parent turn {pt!r} is no turn of this run; kept in metadata.parent_turn")
+        self.link_tool_results(events, locs)
+        self.derive_actors(events)
+        self.apply_visibility(events)
         self.hops(events, turn_seq, raw)
         self.artifacts(events, locs)
         return events, locs, turn_seq
 
+    # -- one record, several events; tool results linked to their calls
+    def split_tool_calls(self, ev: dict, loc: Location) -> list[dict]:
+        """The event, then one ``tool_call`` event per item of its ``tool_calls`` (OpenAI-style
+        ``{id, function: {name, arguments}}`` or ``{id, name, args|arguments|input}``); an
+        assistant turn that is only tool calls (no text) becomes the calls alone."""
+        calls = ev.pop("_tool_calls", None)
+        if not calls:
+            return [ev]
+        out = [ev] if ev.get("content") not in (None, "") else []
+        for c in calls:
+            if not isinstance(c, dict):
+                c = {"arguments": c}
+            fn = c.get("function") if isinstance(c.get("function"), dict) else {}
+            name = fn.get("name", c.get("name"))
+            args = fn.get("arguments", c.get("arguments", c.get("args", c.get("input"))))
+            cid = c.get("id", c.get("call_id", c.get("tool_call_id")))
+            if isinstance(args, str):
+                try:
+                    args = json.loads(args)
+                except ValueError:
+                    pass
+            call = {"kind": "tool_call", "actor": ev.get("actor"), "visibility": "private", "recipients": [],
+                    "content": f"{name}({json.dumps(args, ensure_ascii=False, sort_keys=True)})" if name else None,
+                    "data": {"name": name, "arguments": args, "call_id": None if cid is None else str(cid)}}
+            for k in ("ts", "_turn"):
+                if k in ev:
+                    call[k] = ev[k]
+            if cid is not None:
+                call["_call"] = str(cid)
+            extra = {k: v for k, v in c.items() if k not in ("id", "call_id", "tool_call_id", "function", "name",
+                                                              "arguments", "args", "input", "type")}
+            if extra:
+                call["metadata"] = {"tool_call": extra}
+            out.append(call)
+        if not out:
+            out = [ev]
+        return out
+
+    def link_tool_results(self, events: list[dict], locs: list[Location]) -> None:
+        calls: dict[str, int] = {}
+        for ev in events:
+            cid = ev.pop("_call", None)
+            if cid is not None:
+                calls[cid] = ev["seq"]
+        for ev, loc in zip(events, locs):
+            cid = ev.pop("_call_id", None)
+            if cid is None:
+                continue
+            if "data" not in ev:
+                ev["data"] = {}
+            if isinstance(ev.get("data"), dict):
+                ev["data"].setdefault("call_id", cid)
+            if cid in calls and calls[cid] < ev["seq"]:
+                ev["kind"] = "tool_result" if ev.get("kind") in (None, "message", "log") else ev["kind"]
+                ev.setdefault("parent_seq", calls[cid])
+            else:
+                self.warn(loc, f"result of tool call {cid!r}, which no earlier event makes; kept in data.call_id")
+
+    # -- agents and principals from the actors seen
+    def rule_actor(self, who: str, owner: str | None) -> str:
+        """A chat role's actor: ``agent`` (the file's agent), ``principal`` (that agent's principal,
+        else the only principal), ``system``, or any agent or principal id."""
+        if who == "agent":
+            return owner or "system"
+        if who == "system":
+            return "system"
+        if who == "principal":
+            a = next((a for a in self.agents if a["id"] == owner), None)
+            if a is not None and a.get("principal"):
+                return a["principal"]
+            pids = [p["id"] for p in self.principals]
+            return pids[0] if len(pids) == 1 else (self.actor_principal_default() or "system")
+        return self.resolve(who)
+
+    def actor_principal_default(self) -> str | None:
+        spec = self.p.get("agents")
+        if isinstance(spec, dict) and spec.get("from") == "actors" and spec.get("principal"):
+            return spec["principal"]
+        return None
+
+    def is_principal_actor(self, name: str) -> bool:
+        pspec = self.p.get("principals") or {}
+        if pspec.get("from") != "actors":
+            return False
+        for m in pspec.get("match") or []:
+            if len(m) > 2 and m.startswith("/") and m.endswith("/"):
+                if re.fullmatch(m[1:-1], name, re.I):
+                    return True
+            elif m.lower() == name.lower():
+                return True
+        return False
+
+    def derive_actors(self, events: list[dict]) -> None:
+        """``agents: {from: actors}``: every actor or recipient of the log that is not yet an agent,
+        a principal or ``system`` becomes an agent (of ``agents.principal``, else of the only
+        principal); with ``principals: {from: actors, match: [...]}`` the matching ones become
+        principals instead (a simulated user, a customer)."""
+        spec = self.p.get("agents")
+        pspec = self.p.get("principals") or {}
+        from_actors = isinstance(spec, dict) and spec.get("from") == "actors"
+        if not from_actors and pspec.get("from") != "actors":
+            return
+        known = {a["id"] for a in self.agents} | {p["id"] for p in self.principals} | {"system"}
+        seen: list[str] = []
+        for ev in events:
+            for name in [ev.get("actor"), *(ev.get("recipients") or [])]:
+                if isinstance(name, str) and name and name not in known and name not in seen:
+                    seen.append(name)
+        for name in seen:
+            if self.is_principal_actor(name):
+                p = {"id": name}
+                if pspec.get("name"):
+                    p["name"] = pspec["name"]
+                if pspec.get("kind"):
+                    p["kind"] = pspec["kind"]
+                self.principals.append(p)
+                self.agent_by_name.setdefault(name, name)
+        if not from_actors:
+            return
+        default = spec.get("principal")
+        if default and default not in {p["id"] for p in self.principals}:
+            p = {"id": default}
+            if spec.get("principal_name"):
+                p["name"] = spec["principal_name"]
+            self.principals.append(p)
+        if not default and len(self.principals) == 1:
+            default = self.principals[0]["id"]
+        pids = {p["id"] for p in self.principals}
+        for name in seen:
+            if name in pids:
+                continue
+            a: dict[str, Any] = {"id": name, "role": name}
+            if default:
+                a["principal"] = default
+            self.agents.append(a)
+            self.agent_by_name.setdefault(name, name)
+
+    # -- visibility rules
+    def apply_visibility(self, events: list[dict]) -> None:
+        """``visibility: [{when: {kind, actor, recipient, role}, visibility, recipients}]``, the
+        first rule whose every condition holds wins: ``recipient`` is ``none``, ``any`` or a name;
+        ``recipients: all_others`` addresses the event to every other agent and principal (a group
+        chat), ``none`` to nobody."""
+        rules = self.p.get("visibility") or []
+        if not rules:
+            return
+        members = [a["id"] for a in self.agents] + [p["id"] for p in self.principals]
+        roles = {a["id"]: a.get("role") for a in self.agents}
+
+        def holds(cond: Any, value: Any) -> bool:
+            wanted = [cond] if isinstance(cond, str) else list(cond)
+            return value in wanted
+
+        for ev in events:
+            for rule in rules:
+                w = rule["when"]
+                if "kind" in w and not holds(w["kind"], ev.get("kind")):
+                    continue
+                if "actor" in w and not holds(w["actor"], ev.get("actor")):
+                    continue
+                if "role" in w and roles.get(ev.get("actor")) != w["role"]:
+                    continue
+                rec = ev.get("recipients") or []
+                r = w.get("recipient")
+                if r == "none" and rec or r == "any" and not rec or r not in (None, "none", "any") and r not in rec:
+                    continue
+                if rule.get("recipients") == "all_others":
+                    ev["recipients"] = [m for m in members if m != ev.get("actor")]
+                elif rule.get("recipients") == "none":
+                    ev["recipients"] = []
+                if rule.get("visibility"):
+                    ev["visibility"] = rule["visibility"]
+                break
+
     def event(self, obj: dict, role: str, base: dict, owner: str | None, chat: dict, loc: Location) -> dict | None:
+        self.consumed = set()
         ev: dict[str, Any] = {}
         found, chat_role = self.take(obj, role, "chat_role")
         found_c, content = self.take(obj, role, "content")
@@ -643,7 +881,11 @@ class ProfiledRun:
                 rule = {"kind": "state_update", "actor": "agent"}
             if isinstance(rule, dict):
                 ev["kind"] = rule["kind"]
-                ev["actor"] = owner if rule.get("actor", "agent") == "agent" and owner else "system"
+                who = rule.get("actor", "agent")
+                if who in ("agent", "principal"):
+                    ev["_who"] = who  # the record's own actor when it names one (below), else this
+                else:
+                    ev["actor"] = self.rule_actor(who, owner)
                 if rule.get("visibility"):
                     ev["visibility"] = rule["visibility"]
             else:
@@ -657,6 +899,15 @@ class ProfiledRun:
                 ev[name] = v
             elif f:
                 ev.setdefault("metadata", {})[f"original_{name}"] = v
+        who = ev.pop("_who", None)
+        if who is not None and "actor" not in ev:
+            ev["actor"] = self.rule_actor(who, owner)
+        f, calls = self.take(obj, role, "tool_calls")
+        if f and calls:
+            ev["_tool_calls"] = calls if isinstance(calls, list) else [calls]
+        f, call_id = self.take(obj, role, "call_id")
+        if f and _scalar(call_id) and call_id is not None:
+            ev["_call_id"] = str(call_id)
         f, turn = self.take(obj, role, "turn")
         if f:
             ev["_turn"] = _as_turn(turn)
@@ -693,7 +944,7 @@ class ProfiledRun:
             meta[f"unmapped_{k}" if k in meta else k] = v
         if not meta:
             del ev["metadata"]
-        ev["_leftover"] = list(obj)
+        ev["_leftover"] = [(k, carries_text(v) and k not in self.consumed) for k, v in obj.items()]
         return ev
 
     def hops(self, events: list[dict], turn_seq: dict[int, int], raw: dict) -> None:
@@ -895,7 +1146,8 @@ class ProfiledRun:
                 except RunFormatError as exc:
                     self.warn(exc.location, f"file not read: {exc.message}")
                     continue
-                self.leftover: Counter = Counter()
+                self.leftover = Counter()
+                self.leftover_text = Counter()
                 for obj, loc in recs:
                     if isinstance(obj, Unreadable):
                         self.warn(loc, f"not valid JSON ({obj.reason}); kept in metadata.unmapped_audits")
@@ -924,8 +1176,8 @@ class ProfiledRun:
                             audits.append(item)
                             alocs.append(loc)
                 if self.leftover:
-                    keys = ", ".join(f"{k} ({n})" for k, n in sorted(self.leftover.items()))
-                    self.warn(self.shown(rel), f"keys not mapped, kept in each record's metadata: {keys}")
+                    self.report_unmapped(self.shown(rel), "checks" if role == "checks" else "judgments",
+                                         "each record's metadata", self.leftover, self.leftover_text)
         if audited_by:
             raw["metadata"]["audited_by"] = sorted(set(audited_by))
         if unmapped_audits:
@@ -981,6 +1233,7 @@ class ProfiledRun:
         item.setdefault("level", level)
         item.setdefault("source", stem)
         self.leftover.update(obj)
+        self.leftover_text.update(k for k, v in obj.items() if carries_text(v) and k not in self.consumed)
         meta.update(obj)
         item["metadata"] = meta
         return item
@@ -1004,6 +1257,7 @@ class ProfiledRun:
         fm, modes = self.take(obj, "judgments", "mode")
         fv, verdict = self.take(obj, "judgments", "verdict")
         self.leftover.update(obj)
+        self.leftover_text.update(k for k, v in obj.items() if carries_text(v) and k not in self.consumed)
         meta.update(obj)
         if fv:
             meta["verdict"] = verdict

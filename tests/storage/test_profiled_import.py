@@ -64,7 +64,9 @@ def test_strict_rejects_each_run_naming_every_problem_and_stores_nothing(engine,
     assert n_problems >= len(info["runs"]) and len(summary.errors) == n_problems
     assert all(e["message"].startswith("(strict) ") for e in summary.errors)
     assert any("sycophantic capitulation" in e["message"] for e in summary.errors)
-    assert any("conversation.jsonl" in e["location"] for e in summary.errors)
+    # what was kept verbatim with no text lost (conversation.jsonl's body.lang) is a notice, no reason to reject
+    assert not any("no text lost" in e["message"] for e in summary.errors)
+    assert any("conversation.jsonl" in n["location"] and "body" in n["message"] for n in summary.notices)
     with Session(engine) as s:
         assert s.exec(select(Run)).first() is None
     assert summary.unknown_modes == {"sycophantic capitulation": len(info["runs"]) - 1}

@@ -167,7 +167,7 @@ class CanonicalReader(Reader):
             return Sniff(0.0, "empty file")
         if line[:1] not in (b"{", b"["):
             return Sniff(0.0, "not JSON: the first line starts with neither { nor [")
-        if line.startswith(b"{") and line.endswith(b"}") and peek.first_object(path) is None:
+        if line.startswith(b"{") and line != b"{" and peek.head_is_whole_line(path) and peek.first_object(path) is None:
             return Sniff(0.3, "a JSON line that does not parse: read as canonical to report why")
         keys = peek.record_keys(path)
         if "run_id" in keys:

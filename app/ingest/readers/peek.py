@@ -25,43 +25,85 @@ def _stamp(path: str | os.PathLike) -> tuple[str, int, int] | None:
     return os.fspath(path), st.st_size, st.st_mtime_ns
 
 
+PREFIX = 4096  # what `head` keeps of the first line (a longer line is read again when needed)
+
+
 def head(path: str | os.PathLike) -> bytes:
-    """The first non-blank line (at most 1 MiB of it), stripped, BOM removed; b"" if none."""
+    """The start (at most 4 KiB) of the first non-blank line, stripped, BOM removed; b"" if none."""
     stamp = _stamp(path)
-    return _head(stamp) if stamp else b""
+    return _head(stamp)[0] if stamp else b""
 
 
 @lru_cache(maxsize=256)
-def _head(stamp: tuple[str, int, int]) -> bytes:
+def _head(stamp: tuple[str, int, int]) -> tuple[bytes, bool, int]:
+    """(prefix, whole: the prefix is the whole line, offset of the line)."""
     try:
         with open(stamp[0], "rb") as f:
-            while raw := f.readline(1 << 20):
+            while True:
+                offset = f.tell()
+                raw = f.readline(PREFIX)
+                if not raw:
+                    return b"", True, 0
+                whole = raw.endswith(b"\n") or len(raw) < PREFIX
+                if not whole:
+                    return raw.lstrip().removeprefix(BOM).lstrip(), False, offset
                 s = raw.strip()
                 if s.startswith(BOM):
                     s = s[3:].strip()
                 if s:
-                    return s
+                    return s, True, offset
     except OSError:
-        return b""
-    return b""
+        return b"", True, 0
 
 
 def first_object(path: str | os.PathLike) -> Any:
-    """The JSON value on the first non-blank line when that line is a whole JSON object, else None."""
+    """The JSON object on the first non-blank line when that line is a whole JSON object (read up to
+    1 MiB), else None. Objects of short lines are memoized; a long line is parsed at each call."""
     stamp = _stamp(path)
-    return _first_object(stamp) if stamp else None
+    if not stamp:
+        return None
+    prefix, whole, offset = _head(stamp)
+    if not prefix.startswith(b"{"):
+        return None
+    if whole:
+        return _parse_short(stamp)
+    try:
+        with open(stamp[0], "rb") as f:
+            f.seek(offset)
+            line = f.readline(1 << 20).strip()
+    except OSError:
+        return None
+    return _parse(line.removeprefix(BOM))
 
 
 @lru_cache(maxsize=256)
-def _first_object(stamp: tuple[str, int, int]) -> Any:
-    line = _head(stamp)
-    if not line.startswith(b"{"):
-        return None
+def _parse_short(stamp: tuple[str, int, int]) -> Any:
+    return _parse(_head(stamp)[0])
+
+
+def _parse(line: bytes) -> Any:
     try:
         obj = safejson.loads(line)
     except (ValueError, UnicodeDecodeError):
         return None
     return obj if isinstance(obj, dict) else None
+
+
+def head_is_whole_line(path: str | os.PathLike) -> bool:
+    """Whether the first non-blank line is a complete line of at most 1 MiB ending in ``}``."""
+    stamp = _stamp(path)
+    if not stamp:
+        return False
+    prefix, whole, offset = _head(stamp)
+    if whole:
+        return prefix.endswith(b"}")
+    try:
+        with open(stamp[0], "rb") as f:
+            f.seek(offset)
+            line = f.readline(1 << 20)
+    except OSError:
+        return False
+    return line.rstrip().endswith(b"}")
 
 
 def top_keys(path: str | os.PathLike, limit: int = 64) -> frozenset[str]:
@@ -79,7 +121,7 @@ def record_keys(path: str | os.PathLike, limit: int = 64) -> frozenset[str]:
 
 @lru_cache(maxsize=256)
 def _keys(stamp: tuple[str, int, int], limit: int, first_record: bool) -> frozenset[str]:
-    obj = _first_object(stamp)
+    obj = first_object(stamp[0])
     if obj is not None:
         return frozenset(list(obj)[:limit])
     try:
