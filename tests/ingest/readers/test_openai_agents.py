@@ -43,6 +43,7 @@ def test_trace_export_becomes_runs_with_agents_handoffs_and_tools():
     assert [(c["check_id"], c["passed"]) for c in blocked["checks"]] == [("no_personal_data", False)]
     assert blocked["metadata"]["import_notes"] == [
         "1 response span(s): the SDK exports no model text for them (Responses API)"]
+    assert [n["message"] for n in second.notices] == blocked["metadata"]["import_notes"]
     assert [w["message"][:40] for w in second.warnings] == ["span span_b3.span_data.reason_text: carr"]
 
 
