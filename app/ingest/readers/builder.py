@@ -293,7 +293,8 @@ class RunBuilder:
         self.warnings.append(w)
 
     def note(self, message: str) -> None:
-        """An informational notice (not a warning): kept in ``metadata.import_notes``."""
+        """An informational notice (not a warning: ``--strict`` keeps the run): kept in
+        ``metadata.import_notes`` and reported as one of the item's `notices`."""
         self.notes.append(message)
 
     def check_keys(self, record: Any, mapped: Iterable[str], where: str, *, into: dict | None = None,
@@ -354,7 +355,10 @@ class RunBuilder:
         loc = location if isinstance(location, Location) else Location(str(location))
         if not self.events:
             return error_item(loc, "the run has no events (nothing to import)", run_id=self.run_id, field="events")
-        return item_from_raw(self.build(order_by_time=order_by_time), loc)
+        item = item_from_raw(self.build(order_by_time=order_by_time), loc)
+        if item.ok and self.notes:  # reported as notices, not warnings (--strict keeps the run)
+            item.notices.extend({"location": str(loc), "message": n, "run_id": self.run_id} for n in self.notes)
+        return item
 
 
 # ---------------------------------------------------------------------- file helpers

@@ -6,9 +6,10 @@ The backend exporter posts ``{"data": [item, ...]}``; an item is a trace, ``{"ob
 "data"} | null}``. This reader takes that payload, a JSON array of items, or JSON Lines of items or
 of payloads (what a file-writing `TracingExporter` keeps), in any order and mixed across traces.
 
-One run per trace, id ``openai-agents/<trace id>``, scenario = the workflow name (the trace's
-``group_id``, its conversation, and ``metadata`` are kept in the run's metadata). Spans form a
-forest under the trace; each span belongs to the agent of its nearest ``agent`` span (itself
+One run per conversation: the traces sharing a ``group_id`` (the SDK's conversation or thread id)
+are one run, id ``openai-agents/group/<group_id>``; a trace without one is a run of its own, id
+``openai-agents/<trace id>``. The scenario is the (first) workflow name; trace ids, group id and
+trace ``metadata`` are kept in the run's metadata. Spans form a forest under their trace; each span belongs to the agent of its nearest ``agent`` span (itself
 included). By ``span_data.type``:
 
 * ``agent`` (``name``, ``tools``, ``handoffs``, ``output_type``): the agent, acting for the
@@ -263,12 +264,41 @@ def iter_items(path: Path, shown: str) -> Iterator[ImportItem]:
                 tr.spans.append((item, loc))
             else:
                 tr.head = item
+    groups: dict[str, list[_Trace]] = {}
     for tr in traces.values():
+        gid = (tr.head or {}).get("group_id")
+        if tr.spans and isinstance(gid, str) and gid:
+            groups.setdefault(gid, []).append(tr)
+    for tr in traces.values():  # in the order the file names them; a conversation where it starts
         if not tr.spans:
             yield error_item(tr.where or Location(shown), "a trace without spans (nothing to import)",
                              run_id=f"openai-agents/{tr.trace_id}", field="data")
             continue
-        yield trace_to_item(tr)
+        gid = (tr.head or {}).get("group_id")
+        if not (isinstance(gid, str) and gid):
+            yield trace_to_item(tr)
+        elif groups[gid][0] is tr:
+            yield _conversation_item(gid, groups[gid], shown)
+
+
+def _conversation_item(gid: str, trs: list[_Trace], shown: str) -> ImportItem:
+    """One run of the traces that share the group id `gid` (ordered by their first span)."""
+    trs = sorted(trs, key=lambda t: min((s.get("started_at") or "") for s, _ in t.spans))
+    merged = _Trace(trs[0].trace_id)
+    merged.head = dict(trs[0].head or {})
+    merged.spans = [sp for t in trs for sp in t.spans]
+    merged.where = trs[0].where
+    b = trace_to_builder(merged, run_id=f"openai-agents/group/{gid}")
+    meta = b.metadata["openai_agents"]
+    if len(trs) > 1:
+        meta["trace_ids"] = [t.trace_id for t in trs]
+        workflows = [w for w in dict.fromkeys((t.head or {}).get("workflow_name") for t in trs) if w]
+        if len(workflows) > 1:
+            meta["workflow_names"] = workflows
+        for t in trs[1:]:
+            if (t.head or {}).get("metadata"):
+                meta.setdefault("trace_metadata", {})[t.trace_id] = t.head["metadata"]
+    return b.item(merged.where or Location(shown), order_by_time=True)
 
 
 class OpenAIAgentsReader(Reader):

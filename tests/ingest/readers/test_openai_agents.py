@@ -17,7 +17,7 @@ def test_trace_export_becomes_runs_with_agents_handoffs_and_tools():
     assert r.sniff(EXPORT).score > 0.9
     first, second = list(r.read(EXPORT, "export.json"))
     run = first.run
-    assert run["run_id"] == "openai-agents/trace_5c0ffee0a1b2c3d4e5f60718293a4b5c"
+    assert run["run_id"] == "openai-agents/group/thread-88"  # the trace's conversation
     assert run["scenario"]["id"] == "Library desk" and run["metadata"]["openai_agents"]["group_id"] == "thread-88"
     agents = {a["id"]: a for a in run["agents"]}
     assert set(agents) == {"Front desk", "Renewals"} and all(a["principal"] == "user" for a in agents.values())
@@ -43,6 +43,7 @@ def test_trace_export_becomes_runs_with_agents_handoffs_and_tools():
     assert [(c["check_id"], c["passed"]) for c in blocked["checks"]] == [("no_personal_data", False)]
     assert blocked["metadata"]["import_notes"] == [
         "1 response span(s): the SDK exports no model text for them (Responses API)"]
+    assert [n["message"] for n in second.notices] == blocked["metadata"]["import_notes"]
     assert [w["message"][:40] for w in second.warnings] == ["span span_b3.span_data.reason_text: carr"]
 
 
@@ -65,3 +66,24 @@ def test_openai_agents_zero_silent_loss_through_the_loader(engine):
                                       r"\.name$", r"\.model$", r"output_type$", r"group_id$", r"response_id$",
                                       r"tool_name$", r"_agent$", r"\.role$", r"handoffs\[", r"tools\["),
                           kept=(r"\.metadata\.", r"\.tool_calls\[", r"\.input\[\d+\]\.content$"))
+
+
+def test_traces_of_one_conversation_are_one_run(tmp_path):
+    items = json.loads(EXPORT.read_text())["data"]
+    second = [dict(i) for i in items if i.get("id") in ("span_a1", "span_g3")]  # an agent and its generation
+    t2 = "trace_1111222233334444555566667777aaaa"
+    for i in second:
+        i.update(trace_id=t2, id=i["id"] + "_b", parent_id=i["parent_id"] and i["parent_id"] + "_b",
+                 started_at=i["started_at"].replace("08:15", "08:20"), ended_at=i["ended_at"].replace("08:15", "08:20"))
+    second[-1]["span_data"] = {**second[-1]["span_data"], "input": [{"role": "user", "content": "And 'Emma'?"}],
+                               "output": [{"role": "assistant", "content": "Emma is due Friday."}]}
+    head = {"object": "trace", "id": t2, "workflow_name": "Library desk", "group_id": "thread-88", "metadata": None}
+    p = tmp_path / "thread.json"
+    p.write_text(json.dumps({"data": items + [head] + second}))
+    runs = {i.run["run_id"]: i.run for i in OpenAIAgentsReader().read(p, "thread.json")}
+    assert set(runs) == {"openai-agents/group/thread-88", "openai-agents/trace_0badf00d11223344556677889900aabb"}
+    run = runs["openai-agents/group/thread-88"]
+    assert run["metadata"]["openai_agents"]["trace_ids"] == ["trace_5c0ffee0a1b2c3d4e5f60718293a4b5c", t2]
+    asks = [e["content"] for e in run["events"] if e["actor"] == "user"]
+    assert asks == ["Can I keep 'Dune' two more weeks?", "And 'Emma'?"]
+    assert run["events"][-1]["content"] == "Emma is due Friday."
