@@ -83,7 +83,7 @@ class AdkReader(Reader):
         if "events" in keys and keys & {"app_name", "user_id", "last_update_time"}:
             return Sniff(0.9, "an ADK session: 'events' beside app_name / user_id / last_update_time")
         if "events" in keys and "id" in keys and '"author"' in peek_text(path):
-            return Sniff(0.6, "an object with 'id' and 'events' whose events have an 'author' (an ADK session dump)")
+            return Sniff(0.7, "an object with 'id' and 'events' whose events have an 'author' (an ADK session dump)")
         first = peek_keys(path, first_record=True)
         if _looks_like_event(first):
             return Sniff(0.85, "records with 'author' and 'invocation_id' / 'content' (ADK events)")
