@@ -401,7 +401,7 @@ class _Trace:
         b = self.b
         inputs = r.get("inputs") or {}
         meta = ((r.get("extra") or {}).get("metadata") or {}) if isinstance(r.get("extra"), dict) else {}
-        model = meta.get("ls_model_name") or inputs.get("model") if isinstance(inputs, dict) else None
+        model = meta.get("ls_model_name") or (inputs.get("model") if isinstance(inputs, dict) else None)
         if model:
             b.agent(lane, model=str(model))
         # context the model was given that the log has not shown yet (system prompts, injected turns)

@@ -14,7 +14,9 @@ Dialects:
   tool_calls.M.{id,name,arguments}}`` and ``gen_ai.completion.N.{role,content,refusal,finish_reason,
   tool_calls.M.*}``, ``llm.request.type`` (chat / completion) on LLM spans, and the
   ``traceloop.span.kind`` (workflow / task / agent / tool) spans with ``traceloop.entity.name``,
-  ``traceloop.entity.input`` and ``traceloop.entity.output`` (JSON);
+  ``traceloop.entity.input`` and ``traceloop.entity.output`` (JSON); of its CrewAI instrumentation's
+  ``crewai.*`` attributes the task description (input) and the crew result (output) are mapped,
+  the rest (agent goals and backstories, task and agent lists) is warned;
 * ``adk``: Google ADK (tracer ``gcp.vertex.agent``): spans ``invocation``, ``agent_run [NAME]`` (newer
   releases: ``invoke_agent NAME`` with ``gen_ai.agent.name``), ``call_llm`` with
   ``gcp.vertex.agent.llm_request`` (JSON: model, config, contents[] of google.genai Content) and
@@ -84,6 +86,7 @@ ATTRS: tuple[Attr, ...] = (
          "JSON {model, config, contents[]}: the history sent to the model; the last contents[] turn is the input"),
     Attr("adk", "gcp.vertex.agent.data", INPUT, "adk_contents", "JSON list of Content sent to a live agent"),
     Attr("openllmetry", "traceloop.entity.input", INPUT, "entity"),
+    Attr("openllmetry", "crewai.task.description", INPUT, "text", "OpenLLMetry's CrewAI task spans"),
     # ---- outputs
     Attr("genai", "gen_ai.output.messages", OUTPUT, "messages"),
     Attr("openinference", "output.value", OUTPUT, "messages"),
@@ -93,6 +96,7 @@ ATTRS: tuple[Attr, ...] = (
     Attr("adk", "gcp.vertex.agent.llm_response", OUTPUT, "adk_response",
          "JSON LlmResponse: content.parts[] text (thought parts included) and function_call"),
     Attr("openllmetry", "traceloop.entity.output", OUTPUT, "entity"),
+    Attr("openllmetry", "crewai.crew.result", OUTPUT, "text", "OpenLLMetry's CrewAI crew span"),
     # ---- tools
     Attr("genai", "gen_ai.tool.name", TOOL_NAME),
     Attr("openinference", "tool.name", TOOL_NAME),
