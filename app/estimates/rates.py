@@ -194,73 +194,73 @@ class Plan:
         return asdict(self)
 
 
-def _human_half_width(p: float, n: float, confidence: float) -> float:
-    lo, hi = wilson(p * n, n, confidence)
-    return (hi - lo) / 2
+def _wilson_half_widths(p: float, n: np.ndarray, z: float) -> np.ndarray:
+    """Half-widths of Wilson intervals at rate ``p`` for the sample sizes ``n`` (clipped to [0, 1]
+    as `wilson` clips them)."""
+    denom = 1 + z * z / n
+    centre = (p + z * z / (2 * n)) / denom
+    half = z * np.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
+    return (np.minimum(1.0, centre + half) - np.maximum(0.0, centre - half)) / 2
+
+
+#: the most labels the planner looks ahead when nothing bounds it (no count of units left)
+MAX_PLAN = 1_000_000
 
 
 def plan_more_labels(y: Any, yhat: Any = None, yhat_unlabeled: Any = None, *, more: int = 0,
-                     target_half_width: float | None = None, confidence: float = 0.95) -> Plan:
-    """Predicts the interval half-width after ``more`` randomly sampled human labels, and how
-    many are needed for ``target_half_width``, from the current variances: with judge labels
-    (``yhat``, ``yhat_unlabeled``) for PPI (its lambda and variances held at today's values, the
-    new labels taken from the unlabelled units), without them for the human-only Wilson interval
-    (its rate held at today's)."""
+                     target_half_width: float | None = None, confidence: float = 0.95,
+                     available: int | None = None) -> Plan:
+    """Predicts the interval half-width after ``more`` randomly sampled human labels, and the
+    fewest more labels that reach ``target_half_width`` (None when no number of the units left
+    does), from today's variances.
+
+    With judge labels (``yhat`` of the labelled units, ``yhat_unlabeled`` of the others): the
+    PPI++ interval, lambda re-tuned for every split as PPI++ tunes it, the new labels taken from
+    the unlabelled units. Without: the human-only Wilson interval at today's rate, with at most
+    ``available`` more units to label (unbounded when None)."""
     y = _as_binary(y, "human labels")
     n = int(y.size)
     z = z_value(confidence)
     if more < 0:
         raise ValueError("more must be zero or positive")
     use_ppi = yhat is not None and yhat_unlabeled is not None
+    method = "ppi" if use_ppi else "human"
     if n < 2:
-        return Plan("ppi" if use_ppi else "human", n, None, more, None, target_half_width, None, "random",
+        return Plan(method, n, None, more, None, target_half_width, None, "random",
                     "label at least two randomly sampled units first: there is no variance to plan from")
     if not use_ppi:
         p = float(y.mean())
-        now = _human_half_width(p, n, confidence)
+        limit = MAX_PLAN if available is None else int(available)
 
-        def after(m: int) -> float:
-            return _human_half_width(p, n + m, confidence)
+        def widths(m: np.ndarray) -> np.ndarray:
+            return _wilson_half_widths(p, (n + m).astype(float), z)
 
-        limit = None
         note = "Wilson interval at today's rate"
     else:
         yh = _as_binary(yhat, "judge labels of the labelled units")
         yu = _as_binary(yhat_unlabeled, "judge labels of the other units")
         big_n = int(yu.size)
-        # today's moments; lambda is re-tuned for every future split as PPI++ would tune it
         var_y, var_fl, var_fu = float(y.var()), float(yh.var()), float(yu.var())
         cov = float(((y - y.mean()) * (yh - yh.mean())).mean())
         var_pool = float(np.var(np.concatenate([yh, yu]), ddof=1))
+        limit = max(big_n - 2, 0)
 
-        def after(m: int) -> float:
-            n2, big_n2 = n + m, big_n - m
-            lam = 0.0 if var_pool == 0 else float(np.clip(cov / ((1 + n2 / big_n2) * var_pool), 0, 1))
+        def widths(m: np.ndarray) -> np.ndarray:
+            n2, big_n2 = n + m.astype(float), big_n - m.astype(float)
+            lam = np.zeros_like(n2) if var_pool == 0 else np.clip(cov / ((1 + n2 / big_n2) * var_pool), 0, 1)
             var = lam * lam * var_fu / big_n2 + (var_y - 2 * lam * cov + lam * lam * var_fl) / n2
-            return z * math.sqrt(max(var, 0.0))
+            return z * np.sqrt(np.maximum(var, 0.0))
 
-        now = after(0)
-        limit = big_n - 2
         note = ("PPI++ from today's variances, lambda re-tuned for each split; the new labels come from the "
                 "unlabelled units")
-    if more and limit is not None and more > limit:
-        raise ValueError(f"more: only {limit} units are left to label")
+    if more > limit:
+        raise ValueError(f"more: only {limit} more units can be labelled")
+    now, after = (float(w) for w in widths(np.array([0, more])))
     needed = None
     if target_half_width is not None:
         if target_half_width <= 0:
             raise ValueError("target_half_width must be positive")
-        if now <= target_half_width:
-            needed = 0
-        else:
-            hi = limit if limit is not None else 10_000_000
-            if after(hi) <= target_half_width:
-                lo = 0
-                while hi - lo > 1:  # half-widths shrink as labels are added
-                    mid = (lo + hi) // 2
-                    if after(mid) <= target_half_width:
-                        hi = mid
-                    else:
-                        lo = mid
-                needed = hi
-    return Plan("ppi" if use_ppi else "human", n, now, more, after(more), target_half_width, needed, "random",
+        reach = np.flatnonzero(widths(np.arange(limit + 1)) <= target_half_width)
+        needed = int(reach[0]) if reach.size else None
+    return Plan(method, n, now, more, after, target_half_width, needed, "random",
                 note + "; sample the new units at random (policy random), so the estimate stays unbiased")

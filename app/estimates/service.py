@@ -218,23 +218,26 @@ def estimate_rows(table: UnitTable, *, confidence: float = 0.95) -> list[dict[st
 
 def plan_rows(table: UnitTable, *, target_half_width: float | None, more: int = 0,
               confidence: float = 0.95) -> list[dict[str, Any]]:
-    """Per group: how many more random human labels bring the interval to the target."""
+    """Per group, how many more randomly sampled human labels bring the interval to the target:
+    the human-only interval always, the PPI interval too when a judge is given."""
     out = []
     for group, g in sorted(table.frame.groupby("group", sort=False), key=lambda x: str(x[0])):
         h = g[g["human"].notna()]
-        kwargs: dict[str, Any] = {}
+        calls: list[tuple[Any, dict[str, Any]]] = [(h["human"].to_numpy(), {"available": int(g["human"].isna().sum())})]
         if table.judge is not None:
             j = g[g["judge"].notna()]
             lab, unl = j[j["human"].notna()], j[j["human"].isna()]
-            if len(lab) >= 2 and len(unl) >= 2:
-                h = lab
-                kwargs = {"yhat": lab["judge"].to_numpy(), "yhat_unlabeled": unl["judge"].to_numpy()}
-        try:
-            plan = plan_more_labels(h["human"].to_numpy(), more=more, target_half_width=target_half_width,
-                                    confidence=confidence, **kwargs)
-        except ValueError as exc:
-            raise EstimateError("more", str(exc)) from None
-        out.append({"group": str(group), "mode": table.target, **plan.as_dict()})
+            calls.append((lab["human"].to_numpy(), {"yhat": lab["judge"].to_numpy(),
+                                                    "yhat_unlabeled": unl["judge"].to_numpy()}))
+        for y, kwargs in calls:
+            try:
+                plan = plan_more_labels(y, more=more, target_half_width=target_half_width, confidence=confidence,
+                                        **kwargs).as_dict()
+            except ValueError as exc:
+                raise EstimateError("more", str(exc)) from None
+            if target_half_width is not None and plan["more_needed"] is None and plan["half_width_now"] is not None:
+                plan["note"] += "; no number of the units left to label reaches the target"
+            out.append({"group": str(group), "mode": table.target, **plan})
     return out
 
 

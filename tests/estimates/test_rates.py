@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from tests.estimates._reference import ppi_mean_ci, ppi_mean_pointestimate
 from statsmodels.stats.proportion import proportion_confint
 
 from app.estimates.rates import human_rate, judge_rate, plan_more_labels, ppi_lambda, ppi_rate, wilson
+from tests.estimates._reference import ppi_mean_ci, ppi_mean_pointestimate
 
 N_RUNS, N_HUMAN, SEEDS = 2000, 150, 200
 
