@@ -121,6 +121,11 @@ def _normalised(w: np.ndarray | None, n: int) -> np.ndarray:
     return np.ones(n) if w is None else w / w.sum() * n
 
 
+#: the fewest judged units with a human label PPI is computed from (its interval is a normal
+#: approximation: with fewer, or with human labels that do not vary, it is not defensible)
+MIN_PPI_LABELS = 10
+
+
 def ppi_lambda(y: np.ndarray, yhat: np.ndarray, yhat_unl: np.ndarray,
                w: np.ndarray | None = None) -> float:
     """The power-tuning weight of PPI++ for a mean (clipped to [0, 1]), as ppi_py computes it."""
@@ -161,9 +166,13 @@ def ppi_rate(y: Any, yhat: Any, yhat_unlabeled: Any, *, weights: Any = None, con
     n, big_n = int(y.size), int(yu.size)
     if y.size != yhat.size:
         raise ValueError("human labels and judge labels of the labelled units differ in length")
-    if n < 2 or big_n < 2:
+    if n < MIN_PPI_LABELS or big_n < 2:
         return Estimate("ppi", None, None, None, n, n + big_n,
-                        note="PPI needs at least two human labels and two other judged units")
+                        note=f"PPI needs at least {MIN_PPI_LABELS} judged units with a human label and two without")
+    if y.min() == y.max():
+        return Estimate("ppi", None, None, None, n, n + big_n,
+                        note="the human labels do not vary here, so PPI's normal interval is undefined: read the "
+                             "human row (Wilson)")
     w = _weights(weights, n)
     if lam is None:
         lam = ppi_lambda(y, yhat, yu, w)
@@ -172,7 +181,9 @@ def ppi_rate(y: Any, yhat: Any, yhat_unlabeled: Any, *, weights: Any = None, con
     z = z_value(confidence)
     var_y = float(y.var())
     n_eff = None if se == 0 else var_y / (se * se)
-    return Estimate("ppi", est, est - z * se, est + z * se, n, n + big_n, lam=lam, n_effective=n_eff)
+    # clipped to [0, 1], where every rate lies (the unclipped bounds are ppi_py's)
+    return Estimate("ppi", est, max(0.0, est - z * se), min(1.0, est + z * se), n, n + big_n, lam=lam,
+                    n_effective=n_eff)
 
 
 @dataclass
@@ -225,9 +236,10 @@ def plan_more_labels(y: Any, yhat: Any = None, yhat_unlabeled: Any = None, *, mo
         raise ValueError("more must be zero or positive")
     use_ppi = yhat is not None and yhat_unlabeled is not None
     method = "ppi" if use_ppi else "human"
-    if n < 2:
+    if n < 2 or y.min() == y.max():
         return Plan(method, n, None, more, None, target_half_width, None, "random",
-                    "label at least two randomly sampled units first: there is no variance to plan from")
+                    "label more randomly sampled units first: the human labels do not vary yet, so there is no "
+                    "variance to plan from")
     if not use_ppi:
         p = float(y.mean())
         limit = MAX_PLAN if available is None else int(available)

@@ -32,6 +32,11 @@ def test_wilson_equals_statsmodels():
         assert lo == pytest.approx(slo, abs=1e-12) and hi == pytest.approx(shi, abs=1e-12)
 
 
+def clipped(lo, hi) -> tuple[float, float]:
+    """ppi_py's bounds clipped to [0, 1], as a2annotate reports them."""
+    return max(0.0, float(np.asarray(lo).item())), min(1.0, float(np.asarray(hi).item()))
+
+
 @pytest.mark.parametrize("seed", range(5))
 def test_ppi_equals_ppi_python(seed):
     rng = np.random.default_rng(seed)
@@ -41,17 +46,19 @@ def test_ppi_equals_ppi_python(seed):
     lo, hi = ppi_mean_ci(y, yhat, yu, alpha=0.05)
     point = ppi_mean_pointestimate(y, yhat, yu)
     assert est.rate == pytest.approx(float(np.asarray(point).item()), abs=1e-9)
-    assert est.ci_low == pytest.approx(float(np.asarray(lo).item()), abs=1e-9)
-    assert est.ci_high == pytest.approx(float(np.asarray(hi).item()), abs=1e-9)
+    assert est.ci_low == pytest.approx(max(0.0, float(np.asarray(lo).item())), abs=1e-9)
+    assert est.ci_high == pytest.approx(min(1.0, float(np.asarray(hi).item())), abs=1e-9)
+    assert 0 < est.ci_low  # these studies' intervals lie inside [0, 1]: the comparison is not of clipped ends
     # with lambda fixed at 1 (plain PPI) and at 0 (the classical interval), and with weights
     for lam in (0.0, 0.4, 1.0):
         e = ppi_rate(y, yhat, yu, lam=lam)
         lo, hi = ppi_mean_ci(y, yhat, yu, alpha=0.05, lam=lam)
-        assert (e.ci_low, e.ci_high) == pytest.approx((float(lo.item()), float(hi.item())), abs=1e-9)
+        assert e.rate == pytest.approx(float(np.asarray(ppi_mean_pointestimate(y, yhat, yu, lam=lam)).item()), abs=1e-9)
+        assert (e.ci_low, e.ci_high) == pytest.approx(clipped(lo, hi), abs=1e-9)
     w = rng.uniform(0.5, 3.0, size=y.size)
     e = ppi_rate(y, yhat, yu, weights=w)
     lo, hi = ppi_mean_ci(y, yhat, yu, alpha=0.05, w=w)
-    assert (e.ci_low, e.ci_high) == pytest.approx((float(lo.item()), float(hi.item())), abs=1e-9)
+    assert (e.ci_low, e.ci_high) == pytest.approx(clipped(lo, hi), abs=1e-9)
 
 
 def test_lambda_tracks_judge_quality():
@@ -162,4 +169,7 @@ def test_bad_input_is_named():
     with pytest.raises(ValueError, match="weights"):
         human_rate([0, 1], [1, 0])
     assert human_rate([]).rate is None
-    assert ppi_rate([1], [1], [0, 1]).rate is None
+    assert "at least 10" in ppi_rate([1, 0], [1, 0], [0, 1]).note
+    flat = ppi_rate([0] * 20, [0] * 10 + [1] * 10, [0, 1] * 50)
+    assert flat.rate is None and "do not vary" in flat.note
+    assert plan_more_labels([0] * 20, target_half_width=0.1).more_needed is None
