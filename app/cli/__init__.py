@@ -23,6 +23,8 @@ COMMANDS = [
     ("app.cli.detect", "detect"),
     ("app.cli.record", "record"),
     ("app.cli.inspect", "inspect_cmd"),
+    ("app.cli.jobs", "worker"),
+    ("app.cli.jobs", "jobs"),
 ]
 
 
