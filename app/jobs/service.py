@@ -164,9 +164,10 @@ class JobContext:
     engine: Engine
     cpu_budget: float
     wall_budget: float
+    #: the last (done, total) reported, written by the heartbeat thread
+    reported: tuple[int, int | None] | None = None
     _cpu0: float = 0.0
     _wall0: float = 0.0
-    _last_write: float = 0.0
     _last_cancel_check: float = 0.0
 
     def __post_init__(self) -> None:
@@ -191,11 +192,10 @@ class JobContext:
                     raise JobCancelled("cancelled")
 
     def progress(self, done: int, total: int | None = None) -> None:
-        """Report progress (written at most every PROGRESS_SECONDS), then `check`."""
-        now = time.monotonic()
-        if now - self._last_write >= PROGRESS_SECONDS:
-            self._last_write = now
-            _write(self.engine, self.job_id, progress_done=done, progress_total=total, heartbeat_at=utcnow())
+        """Report progress, then `check`. The numbers are written by the job's heartbeat thread
+        (within PROGRESS_SECONDS), never here: a handler may report from inside its own write
+        transaction, where a second writer of the same process would wait for it forever."""
+        self.reported = (done, total)
         self.check()
 
     def checked(self, items: Iterator[Any]) -> Iterator[Any]:
@@ -224,17 +224,27 @@ def _is_transient(exc: BaseException) -> bool:
 
 
 @contextmanager
-def _heartbeat(engine: Engine, job_id: str, every: float) -> Iterator[None]:
+def _heartbeat(ctx: JobContext, every: float) -> Iterator[None]:
+    """A thread that writes the job's heartbeat every ``every`` seconds, and its progress within
+    PROGRESS_SECONDS of a change."""
     stop = threading.Event()
 
     def beat() -> None:
-        while not stop.wait(every):
+        written, last_beat = None, time.monotonic()
+        while not stop.wait(PROGRESS_SECONDS):
+            now, reported = time.monotonic(), ctx.reported
+            if reported == written and now - last_beat < every:
+                continue
+            values: dict[str, Any] = {"heartbeat_at": utcnow()}
+            if reported is not None and reported != written:
+                values.update(progress_done=reported[0], progress_total=reported[1])
             try:
-                _write(engine, job_id, heartbeat_at=utcnow())
+                _write(ctx.engine, ctx.job_id, **values)
+                written, last_beat = reported, now
             except Exception:  # noqa: BLE001 - a missed beat is retried; a stale job is reaped
-                log.warning("job %s: heartbeat not written", job_id, exc_info=True)
+                log.warning("job %s: heartbeat not written", ctx.job_id, exc_info=True)
 
-    t = threading.Thread(target=beat, name=f"job-heartbeat-{job_id[:8]}", daemon=True)
+    t = threading.Thread(target=beat, name=f"job-heartbeat-{ctx.job_id[:8]}", daemon=True)
     t.start()
     try:
         yield
@@ -288,8 +298,13 @@ def _cleanup(kind: str, params: dict[str, Any]) -> None:
             log.warning("job cleanup of %s failed", kind, exc_info=True)
 
 
-def _finish(engine: Engine, job: Job, state: str, *, result: Any = None, error: str | None = None) -> None:
-    _write(engine, job.id, state=state, result=result, error=error, finished_at=utcnow(), heartbeat_at=utcnow())
+def _finish(engine: Engine, job: Job, state: str, *, result: Any = None, error: str | None = None,
+            reported: tuple[int, int | None] | None = None) -> None:
+    values: dict[str, Any] = {"state": state, "result": result, "error": error, "finished_at": utcnow(),
+                              "heartbeat_at": utcnow()}
+    if reported is not None:
+        values.update(progress_done=reported[0], progress_total=reported[1])
+    _write(engine, job.id, **values)
     _cleanup(job.kind, job.params)
 
 
@@ -329,12 +344,12 @@ def execute(job_id: str, engine: Engine | None = None) -> None:
     ctx = JobContext(job.id, job.kind, dict(job.params), engine, settings.job_cpu_seconds, settings.job_wall_seconds)
     beat = min(HEARTBEAT_SECONDS, settings.job_stale_seconds / 3)
     try:
-        with _heartbeat(engine, job.id, beat), _budget_signals(ctx.cpu_budget, ctx.wall_budget):
+        with _heartbeat(ctx, beat), _budget_signals(ctx.cpu_budget, ctx.wall_budget):
             result = handler.run(ctx)
     except JobCancelled:
-        _finish(engine, job, "cancelled", error="cancelled while it ran")
+        _finish(engine, job, "cancelled", error="cancelled while it ran", reported=ctx.reported)
     except BudgetExceeded as exc:
-        _finish(engine, job, "failed", error=str(exc))
+        _finish(engine, job, "failed", error=str(exc), reported=ctx.reported)
     except Exception as exc:  # noqa: BLE001
         if _is_transient(exc) and job.attempts <= settings.job_retries:
             log.warning("job %s (%s): transient failure, retried: %s", job.id, job.kind, exc)
@@ -344,9 +359,10 @@ def execute(job_id: str, engine: Engine | None = None) -> None:
             send(job.id, delay=min(2.0 ** job.attempts, 30.0), engine=engine)
         else:
             log.exception("job %s (%s) failed", job.id, job.kind)
-            _finish(engine, job, "failed", error=f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}")
+            _finish(engine, job, "failed", error=f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}",
+                    reported=ctx.reported)
     else:
-        _finish(engine, job, "done", result=result)
+        _finish(engine, job, "done", result=result, reported=ctx.reported)
 
 
 def reap_stale(engine: Engine) -> list[str]:
