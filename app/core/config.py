@@ -68,6 +68,8 @@ class Settings(BaseSettings):
     #: machine share; `redis://host:6379/0` for workers on several machines; `sqlite:///PATH` for
     #: another file; `immediate` runs each job at once in the process that enqueues it (tests).
     jobs_broker: str = ""
+    #: The queue's name on the broker: instances that share one Redis need names of their own.
+    jobs_queue_name: str = Field("a2annotate", min_length=1, max_length=100)
     #: `a2annotate serve` starts one worker process beside the server unless this is false (then run
     #: `a2annotate worker` yourself, on any machine that reaches the database and the broker).
     jobs_embedded_worker: bool = True

@@ -13,7 +13,7 @@ from huey import Huey, RedisHuey, SqliteHuey
 from app.core.config import Settings, get_settings
 
 _LOCK = threading.Lock()
-_HUEYS: dict[str, Huey] = {}
+_HUEYS: dict[tuple[str, str], Huey] = {}
 
 
 def broker_url(settings: Settings | None = None) -> str:
@@ -29,13 +29,13 @@ def broker_url(settings: Settings | None = None) -> str:
     return f"sqlite:///{(folder / 'a2annotate-jobs.db').resolve()}"
 
 
-def _build(broker: str) -> Huey:
+def _build(broker: str, name: str) -> Huey:
     if broker == "immediate":
-        huey = Huey("a2annotate", immediate=True, results=False)
+        huey = Huey(name, immediate=True, results=False)
     elif broker.startswith("sqlite:///"):
-        huey = SqliteHuey("a2annotate", filename=broker[len("sqlite:///"):], results=False)
+        huey = SqliteHuey(name, filename=broker[len("sqlite:///"):], results=False)
     elif broker.startswith(("redis://", "rediss://", "unix://")):
-        huey = RedisHuey("a2annotate", url=broker, results=False)
+        huey = RedisHuey(name, url=broker, results=False)
     else:
         raise ValueError(f"JOBS_BROKER: expected immediate, sqlite:///PATH or redis://HOST:PORT/DB, got {broker!r}")
 
@@ -50,12 +50,13 @@ def _build(broker: str) -> Huey:
 
 
 def get_huey(settings: Settings | None = None) -> Huey:
-    """The huey instance of the broker in the settings (one per broker, built once)."""
-    broker = broker_url(settings)
+    """The huey instance of the broker and queue name in the settings (built once each)."""
+    settings = settings or get_settings()
+    key = (broker_url(settings), settings.jobs_queue_name)
     with _LOCK:
-        if broker not in _HUEYS:
-            _HUEYS[broker] = _build(broker)
-        return _HUEYS[broker]
+        if key not in _HUEYS:
+            _HUEYS[key] = _build(*key)
+        return _HUEYS[key]
 
 
 def send(job_id: str, delay: float | None = None, engine: Any = None) -> None:
