@@ -85,17 +85,24 @@ def get_run(run_id: str, session: SessionDep, user: ApiUser) -> dict[str, Any]:
         "with a warning instead (each problem one entry of `errors`). Answers "
         "`{imported, unchanged, replaced, rejected, errors:[{location, message}], unused_files, "
         "warnings:[{location, message, field?, run_id?}], unknown_modes:{name: count}}`; a malformed "
-        "run is one entry of `errors` (and counted in `rejected`), not an HTTP error."),
+        "run is one entry of `errors` (and counted in `rejected`), not an HTTP error. The import runs as a "
+        "background job: this answer comes when the job ends within IMPORT_WAIT_SECONDS (header "
+        "`Content-Location` names the job); otherwise, or with `Prefer: respond-async`, 202 with "
+        "`Location: /api/v1/jobs/{id}` and `{job}`, whose `result` has the shape above once it is done. A job "
+        "stopped by its CPU or time budget (JOB_CPU_SECONDS, JOB_WALL_SECONDS) within the wait answers 422."),
     openapi_extra={"requestBody": upload_request_body(
         {"application/json": "a JSON array of canonical runs (or one run object)",
          "application/x-ndjson": "JSON Lines: one canonical run a line"},
         "Runs to import: a JSON array, JSON Lines, or a multipart upload (field `file`: JSON, JSON Lines, "
         "an A2A wire log or a zip).")},
-    responses={400: {"description": "the client disconnected before the body was complete"},
+    responses={202: {"description": "the import job is queued or running: follow `Location` "
+                                    "(GET /api/v1/jobs/{id})"},
+               400: {"description": "the client disconnected before the body was complete"},
                403: {"description": "requires role admin or reviewer"},
                408: {"description": "the body stalled (UPLOAD_IDLE_TIMEOUT) or took too long (UPLOAD_TOTAL_TIMEOUT)"},
                413: {"description": "upload larger than MAX_UPLOAD_BYTES (refused as soon as it is passed)"},
-               422: {"description": "empty body, or a multipart upload without the field `file`"}},
+               422: {"description": "empty body, a multipart upload without the field `file`, or the import job "
+                                    "failed within the wait (`detail` says why, `job` where it is)"}},
 )
 async def import_runs(request: Request, user: UploadUser, replace: bool = False,
                       strict: bool = False) -> Any:
