@@ -27,6 +27,7 @@ ROUTER_MODULES = [
     "app.flags.views",
     "app.flags.pages",
     "app.exports.pages",
+    "app.jobs.pages",
 ]
 
 

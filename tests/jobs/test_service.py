@@ -214,3 +214,35 @@ def test_rest_import_through_a_job_and_who_sees_it(engine):
     assert client.post(f"/api/v1/jobs/{mine}/cancel", headers=rev).status_code == 403
     c = client.post(f"/api/v1/jobs/{mine}/cancel", headers=ann)
     assert c.status_code == 200 and c.json()["state"] == "cancelled"
+
+
+def test_jobs_page_lists_progress_and_cancels(engine, kinds):
+    import re
+
+    from app.main import create_app
+    from tests.web.helpers import login, user
+
+    with Session(engine) as s:
+        me = user(s, "pat", role="annotator")
+        other = user(s, "quinn", role="annotator")
+        s.commit()
+        mine = service.create_job(s, "import", {"path": "/x", "filename": "a.jsonl", "folder": None}, me.id).id
+        theirs = service.create_job(s, "import", {"path": "/y", "filename": "b.jsonl", "folder": None}, other.id).id
+        running = service.create_job(s, "import", {"path": "/z", "filename": "c.jsonl", "folder": None}, me.id)
+        running.state, running.progress_done, running.progress_total = "running", 3, 10
+        s.add(running)
+        s.commit()
+        running = running.id
+    client = TestClient(create_app(engine))
+    login(client, "pat")
+    page = client.get("/jobs")
+    assert page.status_code == 200
+    assert mine[:12] in page.text and running[:12] in page.text and theirs[:12] not in page.text
+    assert '<progress value="3" max="10">' in page.text
+    assert 'http-equiv="refresh"' in page.text  # refreshes while a job is queued or running
+    token = re.search(r'name="csrf_token" value="([^"]+)"', page.text).group(1)
+    r = client.post(f"/jobs/{mine}/cancel", data={"csrf_token": token}, follow_redirects=False)
+    assert r.status_code == 303 and job_row(engine, mine).state == "cancelled"
+    assert client.post(f"/jobs/{theirs}/cancel", data={"csrf_token": token}).status_code == 404
+    assert client.post(f"/jobs/{running}/cancel", data={}).status_code in (400, 403)  # no CSRF token
+    assert job_row(engine, running).cancel_requested is False
