@@ -7,6 +7,10 @@ from __future__ import annotations
 
 import os
 import secrets
+
+# Jobs run at once in the process that enqueues them (no worker needed); the tests that exercise
+# real workers and brokers (tests/jobs) set JOBS_BROKER for the processes they start.
+os.environ.setdefault("JOBS_BROKER", "immediate")
 from collections.abc import Iterator
 
 import pytest

@@ -80,6 +80,16 @@ class Upload:
     def close(self) -> None:
         shutil.rmtree(self.folder, ignore_errors=True)
 
+    def hand_over(self, folder: Path) -> Path:
+        """Move the upload into ``folder`` (another owner's, e.g. a job's, which removes it when it
+        is done); returns the upload's new path. `close()` then removes nothing."""
+        new_path = folder / self.path.name
+        shutil.move(str(self.path), new_path)
+        shutil.rmtree(self.folder, ignore_errors=True)
+        self.path = new_path
+        self.folder = folder / ".handed-over"  # close() has nothing left to remove
+        return new_path
+
     def __enter__(self) -> Upload:
         return self
 

@@ -24,6 +24,8 @@ COMMANDS = [
     ("app.cli.record", "record"),
     ("app.cli.inspect", "inspect_cmd"),
     ("app.cli.estimate", "estimate"),
+    ("app.cli.jobs", "worker"),
+    ("app.cli.jobs", "jobs"),
 ]
 
 

@@ -1,10 +1,13 @@
 """`a2annotate serve`."""
 from __future__ import annotations
 
+import contextlib
 import ipaddress
 import os
 import socket
+import subprocess
 import sys
+from collections.abc import Iterator
 
 import click
 
@@ -141,9 +144,32 @@ def serve(host: str, port: int, limit_concurrency: int = 100, timeout_keep_alive
                             limit_concurrency=limit_concurrency, timeout_keep_alive=timeout_keep_alive,
                             timeout_graceful_shutdown=timeout_graceful_shutdown,
                             h11_max_incomplete_event_size=64 * 1024, workers=workers, factory=workers > 1)
-    if workers > 1:
-        from uvicorn.supervisors import Multiprocess
+    with embedded_worker(settings):
+        if workers > 1:
+            from uvicorn.supervisors import Multiprocess
 
-        Multiprocess(config, sockets=[sock]).run()
-    else:
-        uvicorn.Server(config).run(sockets=[sock])
+            Multiprocess(config, sockets=[sock]).run()
+        else:
+            uvicorn.Server(config).run(sockets=[sock])
+
+
+@contextlib.contextmanager
+def embedded_worker(settings: Settings) -> Iterator[None]:
+    """One `a2annotate worker` process beside the server (JOBS_EMBEDDED_WORKER, on by default),
+    so that `serve` alone runs everything; stopped with the server."""
+    from app.jobs.queue import broker_url
+
+    if not settings.jobs_embedded_worker or broker_url(settings) == "immediate":
+        yield
+        return
+    env = dict(os.environ, SECRET_KEY=settings.secret_key)
+    proc = subprocess.Popen([sys.executable, "-m", "app.cli", "worker", "--concurrency", "1"], env=env)
+    click.echo(f"a background worker runs beside the server (pid {proc.pid}; JOBS_EMBEDDED_WORKER=false to run your own)")
+    try:
+        yield
+    finally:
+        proc.terminate()  # huey stops at once; a job it was running is started again later (idempotent)
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()

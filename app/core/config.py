@@ -63,6 +63,27 @@ class Settings(BaseSettings):
     detectors: str = ""
     #: Largest body of any other request (forms, JSON bodies), in bytes; counted while it arrives.
     max_request_bytes: int = Field(16 * 1024 * 1024, ge=1024)
+    #: Background jobs (app/jobs): where the queue lives. Empty: a SQLite file beside the database
+    #: (`<db dir>/a2annotate-jobs.db`, or the working folder for PostgreSQL) that workers on this
+    #: machine share; `redis://host:6379/0` for workers on several machines; `sqlite:///PATH` for
+    #: another file; `immediate` runs each job at once in the process that enqueues it (tests).
+    jobs_broker: str = ""
+    #: The queue's name on the broker: instances that share one Redis need names of their own.
+    jobs_queue_name: str = Field("a2annotate", min_length=1, max_length=100)
+    #: `a2annotate serve` starts one worker process beside the server unless this is false (then run
+    #: `a2annotate worker` yourself, on any machine that reaches the database and the broker).
+    jobs_embedded_worker: bool = True
+    #: CPU seconds a job may spend before it is stopped and marked failed.
+    job_cpu_seconds: float = Field(600.0, gt=0)
+    #: Wall-clock seconds a job may run before it is stopped and marked failed.
+    job_wall_seconds: float = Field(3600.0, gt=0)
+    #: Times a job is started again after a transient failure or after its worker died.
+    job_retries: int = Field(2, ge=0)
+    #: A running job whose worker has not reported for this many seconds lost its worker: it is
+    #: started again (or failed once out of retries) by the next worker that looks.
+    job_stale_seconds: float = Field(60.0, gt=0)
+    #: POST /api/v1/imports waits this long for its import job before answering 202 with the job.
+    import_wait_seconds: float = Field(30.0, ge=0)
     #: Input limits, enforced while parsing (app/ingest/safety/limits.py, app/ingest/safety/safejson.py); a breach
     #: rejects the run, line or file with an error naming file, line and field (4xx on the API).
     #: Deepest nesting of arrays/objects in one run, line or document (at most 500).

@@ -27,6 +27,20 @@ def process_dir() -> Path:
     return d
 
 
+#: the folder (under UPLOAD_DIR) holding uploads handed to import jobs, one folder per job: it
+#: outlives the web process that received the upload, so `clean_upload_dirs` keeps it (a worker
+#: removes a job's folder when the job ends). Workers on other machines need UPLOAD_DIR on storage
+#: they share with the app processes.
+JOBS_FOLDER = "jobs"
+
+
+def job_dir(job_id: str) -> Path:
+    """The folder of one job's files (created)."""
+    d = upload_root() / JOBS_FOLDER / job_id
+    d.mkdir(parents=True, exist_ok=True)
+    return d
+
+
 def _alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -44,6 +58,8 @@ def clean_upload_dirs() -> list[str]:
     root = upload_root()
     for entry in root.iterdir():
         name = entry.name
+        if name == JOBS_FOLDER:
+            continue
         pid = int(name[4:]) if name.startswith("pid-") and name[4:].isascii() and name[4:].isdigit() else None
         if pid is not None and (pid == os.getpid() or _alive(pid)):
             continue

@@ -675,10 +675,18 @@ def store_live_run(session: Session, run: dict[str, Any], *, source: str | None 
 
 
 def import_upload(engine: Engine, path: str, filename: str, replace: bool = False,
-                  strict: bool = False) -> ImportSummary:
+                  strict: bool = False, *, job: Any = None) -> ImportSummary:
     """Import an upload already on disk at `path` (its name's ending tells the format, as
-    `app.api.uploads.receive_upload` writes it); errors name the client's `filename`."""
+    `app.api.uploads.receive_upload` writes it); errors name the client's `filename`. `job` (an
+    `app.jobs.service.JobContext`) is checked before each run is read and told the progress."""
     from app.ingest import iter_path
 
-    return load_items(engine, iter_path(path, display=filename), replace=replace,
-                      after_store=_after_store_default, strict=strict)
+    items: Iterable[Any] = iter_path(path, display=filename)
+    progress = None
+    if job is not None:
+        items = job.checked(iter(items))
+
+        def progress(s: ImportSummary) -> None:
+            job.progress(s.imported + s.unchanged + s.rejected)
+    return load_items(engine, items, replace=replace, after_store=_after_store_default, strict=strict,
+                      progress=progress)

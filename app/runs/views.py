@@ -1,15 +1,20 @@
 """REST routes for runs and bulk import."""
 from __future__ import annotations
 
+import asyncio
+import time
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, HTTPException, Query, Request
 from fastapi.concurrency import run_in_threadpool
+from fastapi.responses import JSONResponse
+from sqlmodel import Session
 
 from app.annotations.http import JsonErrorRoute
 from app.api.deps import MAX_PAGE, ApiUser, SessionDep
 from app.api.uploads import UploadUser, receive_upload, upload_request_body
 from app.core.config import get_settings
+from app.jobs.models import FINAL
 from app.runs import service
 
 router = APIRouter(prefix="/api/v1", tags=["runs"], route_class=JsonErrorRoute)
@@ -80,29 +85,76 @@ def get_run(run_id: str, session: SessionDep, user: ApiUser) -> dict[str, Any]:
         "with a warning instead (each problem one entry of `errors`). Answers "
         "`{imported, unchanged, replaced, rejected, errors:[{location, message}], unused_files, "
         "warnings:[{location, message, field?, run_id?}], unknown_modes:{name: count}}`; a malformed "
-        "run is one entry of `errors` (and counted in `rejected`), not an HTTP error."),
+        "run is one entry of `errors` (and counted in `rejected`), not an HTTP error. The import runs as a "
+        "background job: this answer comes when the job ends within IMPORT_WAIT_SECONDS (header "
+        "`Content-Location` names the job); otherwise, or with `Prefer: respond-async`, 202 with "
+        "`Location: /api/v1/jobs/{id}` and `{job}`, whose `result` has the shape above once it is done. A job "
+        "stopped by its CPU or time budget (JOB_CPU_SECONDS, JOB_WALL_SECONDS) within the wait answers 422."),
     openapi_extra={"requestBody": upload_request_body(
         {"application/json": "a JSON array of canonical runs (or one run object)",
          "application/x-ndjson": "JSON Lines: one canonical run a line"},
         "Runs to import: a JSON array, JSON Lines, or a multipart upload (field `file`: JSON, JSON Lines, "
         "an A2A wire log or a zip).")},
-    responses={400: {"description": "the client disconnected before the body was complete"},
+    responses={202: {"description": "the import job is queued or running: follow `Location` "
+                                    "(GET /api/v1/jobs/{id})"},
+               400: {"description": "the client disconnected before the body was complete"},
                403: {"description": "requires role admin or reviewer"},
                408: {"description": "the body stalled (UPLOAD_IDLE_TIMEOUT) or took too long (UPLOAD_TOTAL_TIMEOUT)"},
                413: {"description": "upload larger than MAX_UPLOAD_BYTES (refused as soon as it is passed)"},
-               422: {"description": "empty body, or a multipart upload without the field `file`"}},
+               422: {"description": "empty body, a multipart upload without the field `file`, or the import job "
+                                    "failed within the wait (`detail` says why, `job` where it is)"}},
 )
 async def import_runs(request: Request, user: UploadUser, replace: bool = False,
-                      strict: bool = False) -> dict[str, Any]:
+                      strict: bool = False) -> Any:
     # UploadUser's database session is closed before the body is read; the body streams to a
-    # temporary file (never held in memory) and the import runs in a worker thread.
+    # temporary file (never held in memory) that is handed to an import job run by a worker.
     if user.role not in ("admin", "reviewer"):
         raise HTTPException(403, "requires role admin or reviewer")
-    from app.ingest.loader import import_upload
+    from app.core.scratch import job_dir
+    from app.jobs import service as jobs
 
+    engine = request.app.state.engine
     with await receive_upload(
             request, lambda ct: "request-body.jsonl" if "ndjson" in ct or "jsonl" in ct else "request-body.json",
             "empty body: send a JSON array, JSON Lines or a file") as up:
-        summary = await run_in_threadpool(import_upload, request.app.state.engine, str(up.path), up.filename,
-                                          replace, strict)
-    return summary.to_dict()
+        job_id = jobs.new_id()
+        folder = job_dir(job_id)
+        path = await run_in_threadpool(up.hand_over, folder)
+    params = {"path": str(path), "filename": up.filename, "replace": replace, "strict": strict,
+              "folder": str(folder), "size": up.size}
+    job = await run_in_threadpool(_submit_import, engine, job_id, params, user.id)
+    location = f"/api/v1/jobs/{job.id}"
+    wait = 0.0 if "respond-async" in request.headers.get("prefer", "").lower() else get_settings().import_wait_seconds
+    if job.state not in FINAL and wait > 0:
+        deadline = time.monotonic() + wait
+        delay = 0.05
+        while job.state not in FINAL and time.monotonic() < deadline:
+            await asyncio.sleep(min(delay, max(0.0, deadline - time.monotonic())))
+            delay = min(delay * 1.5, 0.5)
+            job = await run_in_threadpool(_read_job, engine, job.id)
+    if job.state == "done":
+        return JSONResponse(job.result, headers={"Content-Location": location})
+    if job.state == "failed":
+        return JSONResponse({"detail": f"the import failed: {job.error}", "job": location}, status_code=422,
+                            headers={"Location": location})
+    return JSONResponse({"job": jobs.payload(job)}, status_code=202, headers={"Location": location})
+
+
+def _submit_import(engine, job_id: str, params: dict[str, Any], user_id: int | None):
+    from app.jobs import queue
+    from app.jobs.models import Job
+
+    with Session(engine) as session:
+        session.add(Job(id=job_id, kind="import", params=params, user_id=user_id))
+        session.commit()
+    queue.send(job_id, engine=engine)
+    return _read_job(engine, job_id)
+
+
+def _read_job(engine, job_id: str):
+    from app.jobs.models import Job
+
+    with Session(engine) as session:
+        job = session.get(Job, job_id)
+        session.expunge(job)
+        return job

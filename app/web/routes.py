@@ -16,6 +16,7 @@ ROUTER_MODULES = [
     "app.exports.dataset_views",  # before app.exports.views: its {table}.{fmt} path would take hf.zip
     "app.exports.views",
     "app.detectors.views",
+    "app.jobs.views",
     "app.auth.views",
     "app.web.pages",
     "app.taxonomies.pages",
@@ -28,6 +29,7 @@ ROUTER_MODULES = [
     "app.flags.views",
     "app.flags.pages",
     "app.exports.pages",
+    "app.jobs.pages",
 ]
 
 

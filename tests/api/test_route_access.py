@@ -129,6 +129,12 @@ ROUTES: dict[tuple[str, str], Case] = {
         "data": {"annotators": ["ann"], "k": "1", "seed": "2"}}),
     ("GET", "/admin/progress"): Case("/admin/progress", REVIEWER),
     ("GET", "/api/v1/detectors"): Case("/api/v1/detectors", USER),
+    # background jobs: everybody lists (their own); a job that is not one's own (or none) is 404
+    ("GET", "/api/v1/jobs"): Case("/api/v1/jobs", USER),
+    ("GET", "/api/v1/jobs/{job_id}"): Case("/api/v1/jobs/nope", USER, ok=404),
+    ("POST", "/api/v1/jobs/{job_id}/cancel"): Case("/api/v1/jobs/nope/cancel", USER, ok=404),
+    ("GET", "/jobs"): Case("/jobs", USER),
+    ("POST", "/jobs/{job_id}/cancel"): Case("/jobs/nope/cancel", USER, ok=404),
     ("POST", "/api/v1/detectors/run"): Case("/api/v1/detectors/run", ADMIN, send={"json": {"only": ["leak"]}}),
     ("GET", "/api/v1/detectors/scores"): Case("/api/v1/detectors/scores?reference=gold&n_boot=10", REVIEWER),
     ("GET", "/admin/detectors"): Case("/admin/detectors", ADMIN),

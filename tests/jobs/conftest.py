@@ -1,0 +1,73 @@
+"""Fixtures of the job tests: settings for a real queue, worker processes, an API client."""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+
+import pytest
+from fastapi.testclient import TestClient
+from sqlmodel import Session
+
+from app.auth.service import create_token, get_user
+from app.core.config import get_settings
+from tests.annotations.factories import make_user
+
+
+@pytest.fixture
+def jobs_env(db_url, tmp_path, monkeypatch):
+    """Settings for a real queue: this test process enqueues, worker processes run the jobs."""
+    env = {"DATABASE_URL": db_url, "JOBS_BROKER": f"sqlite:///{tmp_path / 'jobs.db'}",
+           "UPLOAD_DIR": str(tmp_path / "uploads"), "JOB_STALE_SECONDS": "2", "JOB_RETRIES": "2",
+           "IMPORT_WAIT_SECONDS": "0"}
+    for k, v in env.items():
+        monkeypatch.setenv(k, v)
+    get_settings.cache_clear()
+    yield dict(os.environ)
+    get_settings.cache_clear()
+
+
+class Workers:
+    def __init__(self, env: dict[str, str], log_dir):
+        self.env, self.log_dir, self.procs = env, log_dir, []
+
+    def start(self, **extra: str) -> subprocess.Popen:
+        log = open(self.log_dir / f"worker-{len(self.procs)}.log", "wb")
+        proc = subprocess.Popen([sys.executable, "-m", "app.cli", "worker", "--concurrency", "1"],
+                                env={**self.env, **extra}, stdout=log, stderr=subprocess.STDOUT,
+                                start_new_session=True)  # its own process group: kill -9 takes its children too
+        self.procs.append(proc)
+        return proc
+
+    def kill9(self, proc: subprocess.Popen) -> None:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=10)
+
+    def stop_all(self) -> None:
+        for p in self.procs:
+            if p.poll() is None:
+                os.killpg(p.pid, signal.SIGKILL)
+                p.wait(timeout=10)
+
+
+@pytest.fixture
+def workers(jobs_env, tmp_path):
+    w = Workers(jobs_env, tmp_path)
+    yield w
+    w.stop_all()
+
+
+@pytest.fixture
+def api(engine, jobs_env):
+    from app.main import create_app
+
+    with Session(engine) as s:
+        make_user(s, "rev", role="reviewer", password=None)
+        tok = create_token(s, get_user(s, "rev"))
+        s.commit()
+    client = TestClient(create_app(engine))
+    client.headers["Authorization"] = f"Bearer {tok}"
+    return client
+
+

@@ -1,0 +1,91 @@
+"""Real workers (`a2annotate worker` processes) on a SQLite queue file, on SQLite and PostgreSQL:
+a REST import answered 202 and finished by a worker; a worker killed with kill -9 mid-import
+leaves whole runs only and the job is picked up by the next worker; a CPU budget stops an import.
+The Redis broker is tested in test_redis.py (it needs the machine's Redis)."""
+from __future__ import annotations
+
+import json
+import time
+from collections import Counter
+
+from fastapi.testclient import TestClient
+from sqlalchemy import func, select
+from sqlmodel import Session
+
+from app.demo.generator import generate_runs
+from app.jobs.models import Job
+from app.runs.models import Event, Run
+
+
+def corpus(n: int) -> tuple[bytes, dict[str, int]]:
+    runs = [d.run for d in generate_runs(n, seed=5)]
+    return ("\n".join(json.dumps(r) for r in runs) + "\n").encode(), {r["run_id"]: len(r["events"]) for r in runs}
+
+
+def wait_job(client: TestClient, url: str, until, timeout: float = 120.0) -> dict:
+    deadline = time.monotonic() + timeout
+    while True:
+        job = client.get(url).json()
+        if until(job):
+            return job
+        assert time.monotonic() < deadline, f"job never got there: {job}"
+        time.sleep(0.1)
+
+
+def stored_events(engine) -> dict[str, int]:
+    with Session(engine) as s:
+        rows = s.execute(select(Run.run_id, func.count(Event.id)).join(Event, Event.run_pk == Run.id)
+                         .group_by(Run.run_id)).all()
+    return dict(rows)
+
+
+def post_import(api: TestClient, body: bytes, **headers: str):
+    return api.post("/api/v1/imports", content=body, headers={"Content-Type": "application/x-ndjson", **headers})
+
+
+def test_import_answers_202_and_a_worker_finishes_it(api, workers, engine):
+    body, expected = corpus(30)
+    r = post_import(api, body, Prefer="respond-async")
+    assert r.status_code == 202, r.text
+    location = r.headers["location"]
+    assert r.json()["job"]["state"] == "queued"
+    workers.start()
+    job = wait_job(api, location, lambda j: j["state"] in ("done", "failed"))
+    assert job["state"] == "done", job
+    assert job["result"]["imported"] == 30 and job["result"]["rejected"] == 0
+    assert stored_events(engine) == expected
+
+
+def test_kill_9_mid_import_leaves_whole_runs_and_the_job_is_picked_up(api, workers, engine):
+    body, expected = corpus(1500)
+    r = post_import(api, body, Prefer="respond-async")
+    location = r.headers["location"]
+    first = workers.start()
+    wait_job(api, location, lambda j: j["state"] == "running" and j["progress"]["done"] > 0)
+    workers.kill9(first)
+    part = stored_events(engine)
+    assert 0 < len(part) < len(expected)
+    assert all(part[rid] == expected[rid] for rid in part)  # every stored run is whole
+    with Session(engine) as s:
+        assert s.get(Job, location.rsplit("/", 1)[1]).state == "running"  # nobody knows yet
+    workers.start()  # notices the stale job (JOB_STALE_SECONDS=2) and starts it again
+    job = wait_job(api, location, lambda j: j["state"] in ("done", "failed"))
+    assert job["state"] == "done" and job["attempts"] == 2, job
+    assert job["result"]["imported"] + job["result"]["unchanged"] == len(expected)
+    assert job["result"]["unchanged"] >= len(part)
+    assert stored_events(engine) == expected
+    again = post_import(api, body, Prefer="respond-async")
+    job2 = wait_job(api, again.headers["location"], lambda j: j["state"] in ("done", "failed"))
+    assert (job2["result"]["imported"], job2["result"]["unchanged"]) == (0, len(expected))
+
+
+def test_cpu_budget_stops_an_import_and_keeps_whole_runs(api, workers, engine):
+    body, expected = corpus(3000)
+    r = post_import(api, body, Prefer="respond-async")
+    workers.start(JOB_CPU_SECONDS="1")
+    job = wait_job(api, r.headers["location"], lambda j: j["state"] in ("done", "failed"))
+    assert job["state"] == "failed" and "CPU budget of 1 s" in job["error"], job
+    part = stored_events(engine)
+    assert len(part) < len(expected)
+    assert all(part[rid] == expected[rid] for rid in part)
+    assert Counter(part.values()) <= Counter(expected.values())
