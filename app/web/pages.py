@@ -154,11 +154,12 @@ def run_page(request: Request, run_id: str, session: SessionDep, user: PageUser,
 
     finalize_idle(session)
     recording = is_recording(session, run.run_id)
-    view, trace_html = cached_trace(session, run, show_demo_truth=demo_truth_visible_to(user),
-                                    success_threshold=get_settings().success_threshold, recording=recording)
-    tview = taxonomy_view(tax)
     # blind mode: the same rule as the API and exports (reviewers, admins, or everyone once revealed)
     see_others = labels_visible_to(session, user)
+    view, trace_html = cached_trace(session, run, show_demo_truth=demo_truth_visible_to(user),
+                                    success_threshold=get_settings().success_threshold, recording=recording,
+                                    show_labels=see_others)
+    tview = taxonomy_view(tax)
     others = []
     if see_others:
         from app.annotations.service import list_annotations
