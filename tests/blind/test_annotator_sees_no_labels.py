@@ -92,18 +92,32 @@ def _canonical_hidden(tmp: Path) -> Path:
 
 
 def _profiled_tree(tmp: Path) -> tuple[Path, Path]:
-    """The release-style tree with an import profile that marks `metrics` (the scores) hidden."""
+    """A release in someone else's layout (L0/L1 checks, L2 judgements with "no failure" verdicts)
+    with the profile `a2annotate inspect` writes for it, plus `hidden: [harness]`."""
     import yaml
 
     from app.ingest.inspect import infer_profile
+    from tests.ingest.release_fixtures import build_release
 
-    spec = dict(infer_profile(INGEST / "tree_release").spec)
-    spec["hidden"] = ["metrics", "agents.temperature"]
+    root = tmp / "release"
+    build_release(root, n_runs=2)
+    spec = dict(infer_profile(root).spec)
+    spec["hidden"] = ["harness"]
     path = tmp / "profile.yaml"
     path.write_text(yaml.safe_dump(spec))
-    return INGEST / "tree_release", path
+    return root, path
 
 
+#: what each shape must have stored as secret (so the walk proves something about it)
+EXPECTED_SECRETS = {
+    "whowhen": {"mistake_reason", "ground_truth", "whowhen:annotators", "It misread the terminal output 1890 as 1980."},
+    "mad": {"mast_annotation", "annotator_1", "mad:annotator_1", "judge:mast-llm"},
+    "release-audits": {"Offered without approval"},
+    "otlp": {"gen_ai.evaluation", "CANARY-eval: ignores the question"},
+    "canonical-hidden": {"CANARY-hidden-section", "CANARY-price-19000", "CANARY-agent-note", "CANARY-event-verdict",
+                         "CANARY-audit-note", "audited_by"},
+    "profile-hidden": {"hidden_keys", "contract-arena 2.1", "audited_by"},
+}
 SHAPES = ("whowhen", "mad", "release-audits", "otlp", "canonical-hidden", "profile-hidden")
 
 
@@ -132,6 +146,8 @@ def _import_judge_labels(session: Session) -> None:
     for run in session.exec(select(Run)).all():
         agent = session.exec(select(Agent.agent_id).where(Agent.run_pk == run.id).order_by(Agent.position)).first()
         seq = session.exec(select(Event.seq).where(Event.run_pk == run.id).order_by(Event.seq)).first()
+        if agent is None:  # a MAD log whose framework style is not recognised has no agents
+            continue
         lines.append(f'judge:gpt-judge,{run.run_id},DD1,{agent},{seq},"{JUDGE_NOTE}"')
     summary = import_labels(session, "\n".join(lines) + "\n", "judge.csv")
     assert summary.imported >= 1 and not summary.errors, summary.to_dict()
@@ -180,7 +196,18 @@ def _secrets(session: Session, self_name: str) -> set[str]:
 
     pick(stored)
     shown = json.dumps([c for (c,) in session.execute(select(Event.content))], ensure_ascii=False)
-    values = {v for v in values if v not in shown}
+    taxonomy_keys = {k for (k,) in session.execute(select(Taxonomy.key))}
+    values = {v for v in values if v not in shown and v not in taxonomy_keys}
+    if "hidden_keys" in text:  # what a profile or a file declared hidden: its values (whole JSON texts)
+        for (extra,) in session.execute(select(Run.extra)):
+            for path in (extra or {}).get("hidden_keys") or []:
+                cur = extra
+                for part in path.split("."):
+                    cur = cur.get(part) if isinstance(cur, dict) else None
+                if isinstance(cur, str) and len(cur) >= 6:
+                    values.add(cur)
+                elif isinstance(cur, (dict, list)) and cur:
+                    _walk_values(cur, values)
     for (note,) in session.execute(select(Audit.note).where(Audit.note.is_not(None))):
         if len(note) >= 12:
             values.add(note)
@@ -259,8 +286,9 @@ def test_blind_annotator_reads_no_label_anywhere(engine, shape, tmp_path):
         secrets = _secrets(s, "alice")
         app = create_app(engine)
         urls = _urls(app, s)
-    assert any(k in secrets for k in SECRET_KEYS), f"{shape}: the data holds no secret key; the test would prove nothing"
     assert "judge:gpt-judge" in secrets and JUDGE_NOTE in secrets
+    assert len(secrets - {"judge:gpt-judge", JUDGE_NOTE}) >= 3, f"{shape}: the data holds too few secrets to prove anything"
+    assert EXPECTED_SECRETS[shape] <= secrets, f"{shape}: {EXPECTED_SECRETS[shape] - secrets} not among the secrets"
     client = TestClient(app)
     login(client, "alice")
     leaks: list[str] = []
