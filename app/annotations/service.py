@@ -151,13 +151,15 @@ def insert_audit_annotations(session: Session, runs: Sequence[tuple[int, dict]],
 
 
 def imported_human_user(session: Session, name: str) -> User:
-    """The human annotator `name` of an imported dataset (e.g. `mad:annotator_1`), created on
-    first use without a password (it cannot log in)."""
+    """The annotator `name` of an imported dataset (e.g. `mad:annotator_1`, `whowhen:annotators`),
+    created on first use as a source (kind "source", no password: it cannot log in, is never
+    assignable and is not listed among the users)."""
+    from app.auth.models import source_name_for
     from app.auth.service import get_user
 
     user = get_user(session, name)
     if user is None:
-        user = User(username=name, role="annotator", kind="human")
+        user = User(username=name, role="annotator", kind="source", source_name=source_name_for(name, "source"))
         session.add(user)
         session.flush()
     return user
