@@ -130,6 +130,24 @@ def taxonomy_view(tax: Taxonomy) -> dict[str, Any]:
             "categories": cats, "modes": modes}
 
 
+def attributions_of(annotations: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The attribution labels (no mode: agent, step, reason) among `annotations` (the API shape),
+    one entry each: ``{annotator, kind, source_name, agent, step, reason}``; `step` is the earliest
+    evidence seq (the decisive mistake), as the attribution agreement takes it."""
+    from app.auth.models import source_name_for
+
+    out = []
+    for a in annotations:
+        kind = a.get("annotator_kind") or "human"
+        for lab in a.get("labels") or []:
+            if lab.get("mode") is None and lab.get("agent"):
+                ev = [s for s in lab.get("evidence") or [] if isinstance(s, int)]
+                out.append({"annotator": a["annotator"], "kind": kind,
+                            "source_name": source_name_for(a["annotator"], kind), "agent": lab["agent"],
+                            "step": min(ev) if ev else None, "reason": lab.get("note")})
+    return out
+
+
 @router.get("/runs/{run_id:path}")
 def run_page(request: Request, run_id: str, session: SessionDep, user: PageUser,
              taxonomy: str | None = None):
@@ -141,6 +159,7 @@ def run_page(request: Request, run_id: str, session: SessionDep, user: PageUser,
 
     from app.annotations.blind import demo_truth_visible_to, labels_visible_to
     from app.annotations.service import annotations_to_api, find_annotation, is_adjudicated
+    from app.taxonomies.service import attribution_schema
     from app.core.config import get_settings
 
     run = runs_service.get_run(session, run_id)
@@ -186,6 +205,9 @@ def run_page(request: Request, run_id: str, session: SessionDep, user: PageUser,
         "n_events": len(view["events"]),
         "flag": {"kind": my_flag.kind, "reason": my_flag.reason, "note": my_flag.note} if my_flag else None,
         "reasons": REASONS,
+        "attribution": attribution_schema(tax),
+        # reviewers (and everyone once labels are revealed): the others' attributions, marked in the trace
+        "attributions": attributions_of(others),
     }
     from app.detectors.service import page_hints
 
@@ -198,6 +220,7 @@ def run_page(request: Request, run_id: str, session: SessionDep, user: PageUser,
         gold = {"no_failure": adj["no_failure"], "rationale": adj["rationale"],
                 "labels": [g for g in adj["gold"] if g["accepted"]]}
     return render(request, "run.html", t=view, tax=tview, config=config, show_audits=see_others, gold=gold,
+                  attribution=config["attribution"], attributions=config["attributions"],
                   others=others, is_admin=demo_truth_visible_to(user), flags_here=flags_here, trace_html=trace_html,
                   reasons=REASONS, recording=recording)
 
