@@ -46,7 +46,12 @@ def export_table(
     source: Annotated[str, Query(description="Report tables: `auto`, `gold`, `majority` or `annotator:<name>`.")] = "auto",
     taxonomy: Annotated[str | None, Query(description="Report tables: taxonomy version; default latest a2-failures.")] = None,
 ) -> StreamingResponse:
-    from app.annotations.blind import demo_truth_visible_to, labels_visible_to, sight_of, visible_annotation_filter
+    from app.annotations.blind import (
+        demo_truth_visible_to,
+        labels_visible_to,
+        sight_of,
+        visible_annotation_filter,
+    )
 
     spec = TABLES.get(table)
     if spec is None:

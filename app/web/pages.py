@@ -159,8 +159,8 @@ def run_page(request: Request, run_id: str, session: SessionDep, user: PageUser,
 
     from app.annotations.blind import demo_truth_visible_to, labels_visible_to
     from app.annotations.service import annotations_to_api, find_annotation, is_adjudicated
-    from app.taxonomies.service import attribution_schema
     from app.core.config import get_settings
+    from app.taxonomies.service import attribution_schema
 
     run = runs_service.get_run(session, run_id)
     if run is None:

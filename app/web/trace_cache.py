@@ -42,11 +42,10 @@ def cached_trace(session: Session, run: Run, *, show_demo_truth: bool, success_t
             _cache.move_to_end(key)
             stats["hits"] += 1
             return hit
+    from app.annotations.blind import Sight, visible_run
     from app.runs import service as runs_service
     from app.web.templating import templates
     from app.web.trace import build_trace
-
-    from app.annotations.blind import Sight, visible_run
 
     canon = visible_run(runs_service.to_canonical(session, run),
                         Sight(labels=bool(show_labels), demo_truth=bool(show_demo_truth)))

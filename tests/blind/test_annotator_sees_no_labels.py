@@ -155,7 +155,7 @@ def _import_judge_labels(session: Session) -> None:
 
 def _walk_values(value, out: set[str]) -> None:
     if isinstance(value, dict):
-        for k, v in value.items():
+        for v in value.values():
             _walk_values(v, out)
     elif isinstance(value, list):
         for v in value:
