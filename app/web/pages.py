@@ -96,7 +96,9 @@ def runs_page(
 
 def choose_taxonomy(session: Session, user: User, run: Run, ref: str | None) -> Taxonomy | None:
     """The taxonomy version to label `run` under: `ref` if given, else the user's assignment for
-    the run, else the user's existing annotation of it, else the default (a2-failures latest)."""
+    the run, else the user's existing annotation of it, else (reviewers and admins) the taxonomy
+    of the run's first annotation by anyone (e.g. the attribution taxonomy of an imported Who&When
+    run), else the default (a2-failures latest)."""
     from app.taxonomies.service import resolve
 
     if ref:
@@ -108,6 +110,9 @@ def choose_taxonomy(session: Session, user: User, run: Run, ref: str | None) -> 
         pk = session.exec(select(Annotation.taxonomy_pk).where(Annotation.run_pk == run.id,
                                                                Annotation.user_id == user.id)
                           .order_by(Annotation.updated_at.desc())).first()
+    if pk is None and user.role in ("admin", "reviewer"):
+        pk = session.exec(select(Annotation.taxonomy_pk).where(Annotation.run_pk == run.id)
+                          .order_by(Annotation.id)).first()
     if pk is not None:
         return session.get(Taxonomy, pk)
     return resolve(session, None)
