@@ -171,7 +171,7 @@ def submitted_labels(session: Session, run: Run, tax: Taxonomy) -> list[dict[str
         .join(User, User.id == Annotation.user_id)
         .where(Annotation.run_pk == run.id, Annotation.taxonomy_pk == tax.id, Annotation.status == "submitted")
     ).all()
-    out = {aid: {"annotator": name, "kind": "judge" if kind == "judge" else "human", "no_failure": bool(nf),
+    out = {aid: {"annotator": name, "kind": kind if kind in ("judge", "source") else "human", "no_failure": bool(nf),
                  "labels": []} for aid, nf, name, kind in anns}
     if out:
         for lab in session.execute(select(Label).where(Label.annotation_id.in_(list(out)), Label.mode.is_not(None))

@@ -82,6 +82,7 @@ def agreement_page(
     annotators: Annotated[list[str] | None, Query()] = None,
     include_judges: bool = False, level: str = "run",
     n_boot: Annotated[int | None, Query(ge=0, le=service.MAX_N_BOOT)] = None, seed: int = 0,
+    k: Annotated[int | None, Query(ge=0, le=1000, description="attribution: steps within +-k agree")] = None,
 ):
     """Per-mode, per-category and overall agreement with intervals, the kappa-paradox flag, the
     pairwise kappa heatmap, blame agreement, evidence overlap and each annotator against gold."""
@@ -89,19 +90,25 @@ def agreement_page(
     options = service.filter_options(session)
     nb = PAGE_N_BOOT if n_boot is None else n_boot
     ctx: dict[str, Any] = {"f": f, "options": options, "n_boot": nb, "seed": seed, "names": COEFFICIENT_NAMES,
-                           "report": None, "gold": None, "chart": None, "error": None}
+                           "report": None, "gold": None, "chart": None, "error": None, "attribution": None}
     try:
         service.check_level(level)
         data = service.load_agreement_data(session, taxonomy=f["taxonomy"], family=f["family"],
                                            annotators=f["annotators"] or None, include_judges=f["include_judges"])
         report = service.agreement_payload(data, level=level, n_boot=nb, seed=seed)
         gold = service.gold_payload(data, n_boot=0)
+        # attribution agreement (who and when: the CLI's `agreement --k K`), when there are attributions
+        from app.taxonomies.service import attribution_schema
+
+        schema = attribution_schema(data.taxonomy) if hasattr(data, "taxonomy") else None
+        kk = k if k is not None else int((schema or {}).get("k", 1))
+        attribution = service.attribution_payload(data, k=kk) if len(data.attributions) else None
     except service.AgreementError as exc:
         ctx["error"] = str(exc)
         return render(request, "agreement/dashboard.html", status_code=422, **ctx)
     pw = report["pairwise_cohen"]
     kinds = [report["annotator_kinds"].get(a, "human") for a in pw["annotators"]]
-    ctx.update(report=report, gold=gold, chart=_kappa_heatmap(pw["annotators"], pw["matrix"],
+    ctx.update(report=report, gold=gold, attribution=attribution, chart=_kappa_heatmap(pw["annotators"], pw["matrix"],
                                                               "Pairwise Cohen's kappa", kinds),
                judges_url="/agreement/judges?" + _query({"taxonomy": f["taxonomy"], "family": f["family"]}),
                disagreements_url="/disagreements?" + _query(f, level=None))

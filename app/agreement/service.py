@@ -248,11 +248,13 @@ def _run_families(session: Session) -> dict[int, tuple[str, str | None]]:
 
 
 def load_agreement_data(session: Session, *, taxonomy: str | None = None, family: str | None = None,
-                        annotators: Any = None, include_judges: bool = False) -> AgreementData:
+                        annotators: Any = None, include_judges: bool = False,
+                        include_sources: bool = True) -> AgreementData:
     """Returns the :class:`AgreementData` of the submitted annotations under the taxonomy version
     ``taxonomy`` (default the latest a2-failures), of runs of ``family`` (all when None), by
     ``annotators`` (comma list or list of user names; all humans when None) plus judges when
-    ``include_judges``.  Raises :class:`AgreementError` for an unknown taxonomy or annotator.
+    ``include_judges`` and the annotators of imported datasets (kind "source", e.g. MAD's
+    ``mad:annotator_N``: people's labels, though not people of this app) when ``include_sources``.  Raises :class:`AgreementError` for an unknown taxonomy or annotator.
 
     One query per table read (runs with their scenarios, users, submitted annotations, their
     labels, agents, gold runs, gold labels); JSON columns are read as text and the evidence
@@ -276,9 +278,9 @@ def load_agreement_data(session: Session, *, taxonomy: str | None = None, family
     def keep_user(name: str, kind: str) -> bool:
         if wanted is not None:
             return name in wanted
-        return kind == "human" or include_judges
+        return kind == "human" or include_judges or (include_sources and kind == "source")
 
-    kept_users = {uid: (name, "judge" if kind == "judge" else "human")
+    kept_users = {uid: (name, kind if kind in ("judge", "source") else "human")
                   for uid, (name, kind) in users.items() if keep_user(name, kind)}
     # annotation id -> (annotator, kind, run_id) of the kept submitted annotations
     kept: dict[int, tuple[str, str, str]] = {}
@@ -346,18 +348,23 @@ def load_agreement_data(session: Session, *, taxonomy: str | None = None, family
 
 def filter_options(session: Session) -> dict[str, Any]:
     """Returns the choices the filter forms offer: ``taxonomies`` (``key@version``), ``families``,
-    ``humans`` and ``judges`` (user names that have at least one submitted annotation)."""
+    ``humans``, ``judges`` and ``sources`` (the annotators of imported datasets) with at least one
+    submitted annotation."""
     from app.taxonomies.service import all_versions
 
     fams = sorted({f for _, f in _run_families(session).values() if f})
-    users = session.execute(
-        select(User.username, User.kind).join(Annotation, Annotation.user_id == User.id)
+    rows = session.execute(
+        select(User.username, User.kind, User.source_name).join(Annotation, Annotation.user_id == User.id)
         .where(Annotation.status == "submitted").distinct()).all()
+    users = [(n, k) for n, k, _ in rows]
     return {
         "taxonomies": [f"{t.key}@{t.version}" for t in all_versions(session)],
         "families": fams,
-        "humans": sorted(n for n, k in users if k != "judge"),
+        "humans": sorted(n for n, k in users if k == "human"),
         "judges": sorted(n for n, k in users if k == "judge"),
+        "sources": sorted(n for n, k in users if k == "source"),
+        #: what each judge or source stands for (dataset or judge name)
+        "source_names": {n: sn for n, k, sn in rows if k != "human" and sn},
     }
 
 

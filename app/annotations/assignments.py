@@ -85,7 +85,7 @@ def _annotator_users(session: Session, names: Sequence[str]) -> list[User]:
         if user is None:
             raise AnnotationError(f"annotators[{i}]", f"no user {name!r}")
         if user.kind != "human":
-            raise AnnotationError(f"annotators[{i}]", f"{name!r} is an automated judge, not a human annotator")
+            raise AnnotationError(f"annotators[{i}]", f"{name!r} is {'an automated judge' if user.kind == 'judge' else 'a dataset source'}, not a person: it cannot be assigned runs")
         if not user.is_active:
             raise AnnotationError(f"annotators[{i}]", f"user {name!r} is deactivated")
         users.append(user)

@@ -47,7 +47,8 @@ def annotator_progress(session: Session, tax: Taxonomy) -> list[dict[str, Any]]:
     for u in users:
         n_assigned = assigned.get(u.id, 0)
         submitted = counts.get((u.id, "submitted"), 0)
-        rows.append({"username": u.username, "kind": u.kind, "role": u.role, "is_active": u.is_active,
+        rows.append({"username": u.username, "kind": u.kind, "source_name": u.source_name, "role": u.role,
+                     "is_active": u.is_active,
                      "assigned": n_assigned, "drafts": counts.get((u.id, "draft"), 0), "submitted": submitted,
                      "remaining": n_assigned - done_assigned.get(u.id, 0),
                      "submitted_unassigned": submitted - done_assigned.get(u.id, 0)})
@@ -95,7 +96,7 @@ def run_progress(session: Session, tax: Taxonomy, page: int = 1, page_size: int 
             select(Annotation.run_pk, User.kind, Annotation.status, func.count())
             .join(User, User.id == Annotation.user_id).where(Annotation.taxonomy_pk == tax.id)
             .group_by(Annotation.run_pk, User.kind, Annotation.status)).all():
-        if kind == "judge" and status == "submitted":
+        if kind != "human" and status == "submitted":  # judges and dataset sources: not people
             n_judges[run_pk] = n_judges.get(run_pk, 0) + n
         elif kind == "human" and status == "draft":
             n_drafts[run_pk] = n_drafts.get(run_pk, 0) + n

@@ -10,7 +10,9 @@ from app.annotations.service import MAX_TIME_MS
 
 class LabelIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    mode: str = Field(description="Failure mode code of the taxonomy version (aliases and names are resolved).")
+    mode: str | None = Field(description="Failure mode code of the taxonomy version (aliases and names are resolved); "
+                                         "null for an attribution (agent, one step in `evidence`, reason in `note`) "
+                                         "under a taxonomy with an attribution schema (e.g. `who-and-when`).")
     agent: str | None = Field(None, description="Responsible agent: an agent id of the run. Required on submit.")
     principals: list[str] = Field(default_factory=list, description="Affected principals: principal ids of the run.")
     evidence: list[int] = Field(default_factory=list,
@@ -47,7 +49,7 @@ class TaxonomyRef(BaseModel):
 
 class LabelOut(BaseModel):
     mode: str | None = Field(description="Failure mode code; null for an attribution-only label (who and when, "
-                                         "no mode: imported or judge labels).")
+                                         "no mode: under an attribution taxonomy, or imported or judge labels).")
     agent: str | None = Field(description="Responsible agent; null while a draft label has none.")
     principals: list[str]
     evidence: list[int]

@@ -151,13 +151,15 @@ def insert_audit_annotations(session: Session, runs: Sequence[tuple[int, dict]],
 
 
 def imported_human_user(session: Session, name: str) -> User:
-    """The human annotator `name` of an imported dataset (e.g. `mad:annotator_1`), created on
-    first use without a password (it cannot log in)."""
+    """The annotator `name` of an imported dataset (e.g. `mad:annotator_1`, `whowhen:annotators`),
+    created on first use as a source (kind "source", no password: it cannot log in, is never
+    assignable and is not listed among the users)."""
+    from app.auth.models import source_name_for
     from app.auth.service import get_user
 
     user = get_user(session, name)
     if user is None:
-        user = User(username=name, role="annotator", kind="human")
+        user = User(username=name, role="annotator", kind="source", source_name=source_name_for(name, "source"))
         session.add(user)
         session.flush()
     return user
@@ -355,13 +357,14 @@ def validate_labels(ctx: RunContext, tax: Taxonomy, labels: Sequence[Any], *, co
     a label may be trace-level (a mode, no agent, no evidence) or attribution-only (no mode, an
     agent and at least one evidence event). Raises AnnotationError naming `labels[i].field`.
     """
-    from app.taxonomies.service import canonical_mode
+    from app.taxonomies.service import attribution_schema, canonical_mode
 
     if labels is None:
         labels = []
     if not isinstance(labels, (list, tuple)):
         raise AnnotationError("labels", f"must be a list of labels, got {type(labels).__name__}")
     rules = _label_rules(tax)
+    attribution = attribution_schema(tax)
     out = []
     for i, raw in enumerate(labels):
         p = f"labels[{i}]"
@@ -370,7 +373,7 @@ def validate_labels(ctx: RunContext, tax: Taxonomy, labels: Sequence[Any], *, co
         if unknown:
             raise AnnotationError(f"{p}.{unknown[0]}", f"unknown field (label fields: {', '.join(LABEL_KEYS)})")
         mode = lab.get("mode")
-        if imported and mode is None:
+        if (imported or attribution is not None) and (mode is None or mode == ""):
             code = None  # attribution-only: checked below, once agent and evidence are read
         elif not isinstance(mode, str) or not mode.strip():
             raise AnnotationError(f"{p}.mode", f"a failure mode code is required, got {mode!r}")
@@ -395,10 +398,19 @@ def validate_labels(ctx: RunContext, tax: Taxonomy, labels: Sequence[Any], *, co
         for j, seq in enumerate(evidence):
             if seq not in ctx.seqs:
                 raise AnnotationError(f"{p}.evidence[{j}]", f"{seq} is not an event seq of run {ctx.run_id}")
-        if code is None and (not agent or not evidence):
+        if code is None and attribution is not None and not imported:
+            # an attribution (agent, step, reason): drafts may be incomplete
+            if complete and not agent:
+                raise AnnotationError(f"{p}.agent", "an attribution names the responsible agent")
+            if complete and len(evidence) != 1:
+                raise AnnotationError(f"{p}.evidence", "an attribution names one step: the event of the decisive "
+                                                       f"mistake (got {len(evidence)})")
+            if complete and attribution.get("reason") == "required" and not (lab.get("note") or "").strip():
+                raise AnnotationError(f"{p}.note", "the reason is required by this taxonomy")
+        elif code is None and (not agent or not evidence):
             raise AnnotationError(f"{p}.mode", "a label without a mode is an attribution and needs an agent "
                                                "and at least one evidence event")
-        if complete and not imported:
+        if complete and not imported and code is not None:
             for name, values in (("evidence", evidence), ("principals", principals)):
                 required, min_items = rules[name]
                 need = max(min_items, 1 if required else 0)

@@ -8,7 +8,7 @@ from sqlalchemy import or_, update
 from sqlalchemy.exc import OperationalError
 from sqlmodel import Session, select
 
-from app.auth.models import ROLES, ApiToken, User
+from app.auth.models import ROLES, ApiToken, User, source_name_for
 from app.auth.security import TOKEN_PREFIX, hash_password, hash_token, new_token, verify_password
 from app.core.config import get_settings
 from app.runs.models import utcnow
@@ -190,7 +190,7 @@ def judge_user(session: Session, source: str) -> User:
     name = source if source.startswith("judge:") else f"judge:{source}"
     user = get_user(session, name)
     if user is None:
-        user = User(username=name, role="annotator", kind="judge")
+        user = User(username=name, role="annotator", kind="judge", source_name=source_name_for(name, "judge"))
         session.add(user)
         session.flush()
     return user

@@ -63,7 +63,7 @@ def detector_user(session: Session, name: str, cache: dict | None = None) -> Use
     if user is not None and user.kind != "judge":
         raise DetectError(f"user {username!r} is a {user.kind} account, not a detector")
     if user is None:
-        user = User(username=username, role="annotator", kind="judge")
+        user = User(username=username, role="annotator", kind="judge", source_name=username.removeprefix("detector:"))
         session.add(user)
         session.flush()
     if cache is not None:

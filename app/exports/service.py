@@ -76,8 +76,50 @@ class ExportOptions:
     strip_demo_truth: bool = False
     #: leave the runs' `audits` (machine judges' labels) out of `runs_canonical`: blind annotators
     withhold_audits: bool = False
+    #: what the viewer may see of runs (``app.annotations.blind.sight_of``): hidden metadata (labels,
+    #: answers and judgements a reader kept in metadata) is left out of every table's `metadata`
+    #: column and of `runs_canonical` when ``sight.labels`` is false. None: everything (CLI, admins).
+    sight: Any = None
+    _declared: dict | None = None
     #: rows written per table, filled in while streaming
     counts: dict[str, int] = field(default_factory=dict)
+
+    def blind(self) -> bool:
+        """True when hidden metadata must be left out (a blind annotator's export)."""
+        return self.sight is not None and not self.sight.labels
+
+    def meta(self, value: Any, extra: Any = ()) -> Any:
+        """A metadata object as the viewer may see it (unchanged without a blind `sight`)."""
+        if not self.blind():
+            return value
+        from app.annotations.blind import visible_metadata
+
+        return visible_metadata(value, self.sight, extra)
+
+    def data(self, value: Any) -> Any:
+        """An event's data as the viewer may see it (unchanged without a blind `sight`)."""
+        if not self.blind():
+            return value
+        from app.annotations.blind import visible_event_data
+
+        return visible_event_data(value, self.sight)
+
+    def load_declared(self, session: Session) -> None:
+        """Reads the runs' declared ``metadata.hidden_keys`` (only runs that have them) for :meth:`declared`."""
+        if not self.blind() or self._declared is not None:
+            return
+        from sqlalchemy import Text, cast
+
+        from app.annotations.blind import declared_hidden
+
+        self._declared = {pk: declared_hidden(extra) for pk, extra in session.execute(
+            select(Run.id, Run.extra).where(cast(Run.extra, Text).like('%"hidden_keys"%')))}
+
+    def declared(self, run_pk: int, level: str) -> list[str]:
+        """The paths run `run_pk` declares hidden at `level` (after :meth:`load_declared`)."""
+        if not self._declared:
+            return []
+        return self._declared.get(run_pk, {}).get(level, [])
 
     def rows_per_chunk(self, table: str) -> int:
         """Returns the chunk size for ``table``."""
@@ -155,6 +197,10 @@ def _runs(session: Session, opts: ExportOptions) -> Iterator[list[dict]]:
         metadata = dict(extra or {})
         if opts.strip_demo_truth:
             metadata.pop("demo_truth", None)
+        if opts.blind():
+            from app.annotations.blind import declared_hidden
+
+            metadata = opts.meta(metadata, declared_hidden(metadata)["run"])
         return {"run_id": run_id, "scenario_id": sc_id, "family": family, "alignment": alignment, "title": title,
                 "status": status, "aggregate_score": agg, "started_at": started, "ended_at": ended,
                 "n_events": n_events, "source": source, "content_hash": digest, "imported_at": imported_at,
@@ -169,35 +215,38 @@ def _scenarios(session: Session, opts: ExportOptions) -> Iterator[list[dict]]:
                   Scenario.extra)
     return _mapped(session, stmt, Scenario.id, opts.rows_per_chunk("scenarios"), lambda r: {
         "scenario_id": r[0], "family": r[1], "alignment": r[2], "title": r[3], "description": r[4],
-        "metadata": r[5] or {}})
+        "metadata": opts.meta(r[5] or {})})
 
 
 def _principals(session: Session, opts: ExportOptions) -> Iterator[list[dict]]:
     stmt = select(Principal.id, Run.run_id, Principal.principal_id, Principal.position, Principal.name,
                   Principal.kind, Principal.objective, Principal.constraints, Principal.success, Principal.score,
-                  Principal.metrics, Principal.extra).join(Run, Run.id == Principal.run_pk)
+                  Principal.metrics, Principal.extra, Run.id).join(Run, Run.id == Principal.run_pk)
+    opts.load_declared(session)
     return _mapped(session, stmt, Principal.id, opts.rows_per_chunk("principals"), lambda r: {
         "run_id": r[1], "principal_id": r[2], "position": r[3], "name": r[4], "kind": r[5], "objective": r[6],
         "constraints": list(r[7] or []), "success": r[8], "score": r[9], "metrics": r[10] or {},
-        "metadata": r[11] or {}})
+        "metadata": opts.meta(r[11] or {}, opts.declared(r[-1], "principals"))})
 
 
 def _agents(session: Session, opts: ExportOptions) -> Iterator[list[dict]]:
     stmt = select(Agent.id, Run.run_id, Agent.agent_id, Agent.position, Agent.principal_id, Agent.role,
-                  Agent.model, Agent.harness, Agent.private_state, Agent.extra).join(Run, Run.id == Agent.run_pk)
+                  Agent.model, Agent.harness, Agent.private_state, Agent.extra, Run.id).join(Run, Run.id == Agent.run_pk)
+    opts.load_declared(session)
     return _mapped(session, stmt, Agent.id, opts.rows_per_chunk("agents"), lambda r: {
         "run_id": r[1], "agent_id": r[2], "position": r[3], "principal_id": r[4], "role": r[5], "model": r[6],
-        "harness": r[7], "private_state": r[8] or {}, "metadata": r[9] or {}})
+        "harness": r[7], "private_state": r[8] or {}, "metadata": opts.meta(r[9] or {}, opts.declared(r[-1], "agents"))})
 
 
 def _events(session: Session, opts: ExportOptions) -> Iterator[list[dict]]:
     stmt = select(Event.id, Run.run_id, Event.seq, Event.ts, Event.kind, Event.actor, Event.recipients,
-                  Event.visibility, Event.content, Event.data, Event.parent_seq, Event.hop, Event.extra
+                  Event.visibility, Event.content, Event.data, Event.parent_seq, Event.hop, Event.extra, Run.id
                   ).join(Run, Run.id == Event.run_pk)
+    opts.load_declared(session)
     return _mapped(session, stmt, Event.id, opts.rows_per_chunk("events"), lambda r: {
         "run_id": r[1], "seq": r[2], "ts": r[3], "kind": r[4], "actor": r[5], "recipients": list(r[6] or []),
-        "visibility": r[7], "content": r[8], "data": r[9], "parent_seq": r[10], "hop": r[11],
-        "metadata": r[12] or {}})
+        "visibility": r[7], "content": r[8], "data": opts.data(r[9]), "parent_seq": r[10], "hop": r[11],
+        "metadata": opts.meta(r[12] or {}, opts.declared(r[-1], "events"))})
 
 
 def _audits(session: Session, opts: ExportOptions) -> Iterator[list[dict]]:
@@ -324,6 +373,10 @@ def _runs_canonical(session: Session, opts: ExportOptions) -> Iterator[list[dict
             if opts.withhold_audits:
                 run["audits"] = []
                 run.pop("checks", None)
+        if opts.sight is not None:
+            from app.annotations.blind import visible_run
+
+            out = [visible_run(run, opts.sight) for run in out]
         yield out
 
 
@@ -559,7 +612,8 @@ def export_stream(engine: Engine, table: str, fmt: str, opts: ExportOptions | No
 
     def generate() -> Iterator[bytes]:
         with Session(engine) as session:
-            if fmt in ("csv", "parquet") and table in _arrow.FAST_TABLES:
+            # a blind annotator's export leaves hidden metadata out: the row path decodes it
+            if fmt in ("csv", "parquet") and table in _arrow.FAST_TABLES and not opts.blind():
                 yield from _arrow_stream(session, spec, fmt, opts, count)
                 return
             columns, chunks = iter_chunks(session, table, opts)

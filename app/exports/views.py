@@ -26,7 +26,9 @@ _TABLE_LIST = ", ".join(f"`{name}` ({'/'.join(spec.formats)})" for name, spec in
         "JSON text in CSV, native lists (ids, seqs) or JSON text (objects) in Parquet, native JSON in JSON "
         "Lines. Blind mode: an annotator gets only their own rows of `annotations` / "
         "`annotations_canonical`, 403 for `audits`, `gold_labels` and the label-based reports, and "
-        "`runs_canonical` without the runs' audits, until an admin reveals labels (as `GET /api/v1/runs/{id}`); "
+        "`runs_canonical` without the runs' audits, and every table's `metadata` without the fields that hold labels, "
+        "answers or judgements (`audited_by`, dataset answers, `hidden`, `hidden_keys`), until an admin reveals "
+        "labels (as `GET /api/v1/runs/{id}`); "
         "the demo corpus's seeded truth (`metadata.demo_truth`) goes to admins only. `source` and `taxonomy` "
         "apply to the report tables."),
     response_class=StreamingResponse,
@@ -44,7 +46,12 @@ def export_table(
     source: Annotated[str, Query(description="Report tables: `auto`, `gold`, `majority` or `annotator:<name>`.")] = "auto",
     taxonomy: Annotated[str | None, Query(description="Report tables: taxonomy version; default latest a2-failures.")] = None,
 ) -> StreamingResponse:
-    from app.annotations.blind import demo_truth_visible_to, labels_visible_to, visible_annotation_filter
+    from app.annotations.blind import (
+        demo_truth_visible_to,
+        labels_visible_to,
+        sight_of,
+        visible_annotation_filter,
+    )
 
     spec = TABLES.get(table)
     if spec is None:
@@ -56,7 +63,8 @@ def export_table(
     opts = service.ExportOptions(source=source, taxonomy=taxonomy,
                                  threshold=request.app.state.settings.success_threshold,
                                  strip_demo_truth=not demo_truth_visible_to(user),
-                                 withhold_audits=not labels_visible_to(session, user))
+                                 withhold_audits=not labels_visible_to(session, user),
+                                 sight=sight_of(session, user))
     if spec.labels:
         if table in ("annotations", "annotations_canonical"):
             opts.annotation_filter = visible_annotation_filter(session, user)

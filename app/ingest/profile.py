@@ -140,6 +140,7 @@ PROFILE_SCHEMA: dict[str, Any] = {
             "type": "object", "additionalProperties": False, "required": ["from"], "properties": {
                 "from": {"enum": ["system_message", "scenario", "file"]},
                 "key": {"type": "string"}, "glob": {"type": "string"}, "as": {"type": "string"}}}},
+        "hidden": {"type": "array", "items": {"type": "string", "pattern": r"^[^.\s][^\s]*$"}},
         "audits": {"type": "object", "additionalProperties": False, "properties": {
             "taxonomy": {"type": "string"}, "source": {"type": "string"},
             "no_failure": {"type": "array", "items": {"type": "string"}},

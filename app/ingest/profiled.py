@@ -363,6 +363,8 @@ class ProfiledRun:
         fields = dict(fields)
         raw: dict[str, Any] = {"metadata": {}}
         run_meta = raw["metadata"]
+        if self.p.get("hidden"):  # fields annotators must not see (app.annotations.blind)
+            run_meta["hidden_keys"] = list(self.p.get("hidden"))
         found, value = self.take(meta, "metadata", "run_id")
         meta_run_id = str(value) if found and _scalar(value) else None
         if self.manifest:

@@ -339,14 +339,17 @@ def crossplay_payload(data: ReportData, by: str = "model", value: str = "a_mean_
     }
 
 
-def filter_options(session: Session) -> dict[str, list[str]]:
+def filter_options(session: Session) -> dict[str, Any]:
     """Returns the choices a report form offers: ``families``, ``taxonomies`` (key@version),
-    ``annotators`` (human user names) and ``judges`` (judge user names)."""
+    ``annotators`` (human user names), ``judges`` (the names of judges and dataset sources: not
+    people) and ``source_names`` (what each of those stands for: judge or dataset name)."""
     from app.taxonomies.service import all_versions
 
     families = sorted({f for (f,) in session.execute(select(Scenario.family).distinct()) if f})
-    users = session.execute(select(User.username, User.kind).order_by(User.username)).all()
+    rows = session.execute(select(User.username, User.kind, User.source_name).order_by(User.username)).all()
+    users = [(u, k) for u, k, _ in rows]
     return {
+        "source_names": {u: (sn or u, k) for u, k, sn in rows if k != "human"},
         "families": families,
         "taxonomies": [f"{t.key}@{t.version}" for t in all_versions(session)],
         "annotators": [u for u, k in users if k == "human"],

@@ -55,20 +55,17 @@ def list_runs(
 @router.get("/runs/{run_id:path}", summary="One run in canonical shape", responses={404: {"description": "no such run"}})
 def get_run(run_id: str, session: SessionDep, user: ApiUser) -> dict[str, Any]:
     """The run as stored, in the canonical shape. For annotators, while labels are blind, the
-    run's `audits` (machine judges' labels) are withheld, and the demo corpus's seeded truth
+    run's `audits` (machine judges' labels) and `checks` are withheld, and so is every metadata
+    field that holds a label, an answer or a judgement (`audited_by`, a dataset's answers such as
+    Who&When's `whowhen.mistake_*` / `ground_truth`, a `hidden` section and the paths listed in
+    `metadata.hidden_keys`; see docs/importing.md); the demo corpus's seeded truth
     (`metadata.demo_truth`) is shown to admins only."""
-    from app.annotations.blind import demo_truth_visible_to, labels_visible_to
+    from app.annotations.blind import sight_of, visible_run
 
     run = service.get_run(session, run_id)
     if run is None:
         raise HTTPException(404, f"no run {run_id!r}")
-    canon = service.to_canonical(session, run)
-    if not demo_truth_visible_to(user):
-        canon["metadata"].pop("demo_truth", None)
-    if not labels_visible_to(session, user):
-        canon["audits"] = []
-        canon.pop("checks", None)
-    return canon
+    return visible_run(service.to_canonical(session, run), sight_of(session, user))
 
 
 @router.post(

@@ -634,5 +634,10 @@ def _normalize(data: dict[str, Any]) -> dict[str, Any]:
             for c in data["categories"]
         ],
         "modes": [_normalize_mode(m) for m in data["modes"]],
+        # only when given, so files without one keep their content hash
+        **({"attribution": {"description": _text(data["attribution"].get("description")),
+                            "reason": data["attribution"].get("reason") or "optional",
+                            "k": int(data["attribution"].get("k", 1))}}
+           if isinstance(data.get("attribution"), dict) else {}),
         **_extensions(data),
     }

@@ -1,7 +1,9 @@
 """JSON Schema (draft 2020-12) for taxonomy files, schema_version 1.
 
 A taxonomy file (YAML or JSON) has the top-level fields ``schema_version``, ``key``, ``name``,
-``description``, ``provenance``, ``label_fields``, ``categories`` and ``modes``; see
+``description``, ``provenance``, ``label_fields``, ``categories``, ``modes`` and optionally
+``attribution`` (an attribution schema: labels name agent, step and reason; then the modes may be
+empty); see
 ``taxonomy/a2-failures.yaml`` for a full example. Fields whose name starts with ``x-`` are allowed
 at every level as user extensions and are kept as they are. Checks that a schema cannot express
 (unique codes, declared categories, no empty category, ...) live in :mod:`app.taxonomies.loader`.
@@ -94,6 +96,18 @@ _MODE = _strict_object(
     },
 )
 
+#: An attribution schema (Who&When's shape): a label names the responsible agent, the step (one event
+#: seq: the decisive mistake) and a reason (the label's note). ``reason``: ``required`` or ``optional``
+#: (default); ``k``: the step tolerance the agreement page uses first (steps within +-k agree).
+_ATTRIBUTION = _strict_object(
+    [],
+    {
+        "description": _TEXT,
+        "reason": {"enum": ["required", "optional"]},
+        "k": {"type": "integer", "minimum": 0, "maximum": 1000},
+    },
+)
+
 #: The JSON Schema of a taxonomy file (a plain dict, usable with any ``jsonschema`` validator).
 TAXONOMY_SCHEMA: dict[str, Any] = {
     "$schema": "https://json-schema.org/draft/2020-12/schema",
@@ -107,8 +121,12 @@ TAXONOMY_SCHEMA: dict[str, Any] = {
             "description": _TEXT,
             "provenance": _PROVENANCE,
             "label_fields": {"type": "array", "minItems": 1, "items": _LABEL_FIELD},
-            "categories": {"type": "array", "minItems": 1, "items": _CATEGORY},
-            "modes": {"type": "array", "minItems": 1, "items": _MODE},
+            "categories": {"type": "array", "items": _CATEGORY},
+            "modes": {"type": "array", "items": _MODE},
+            "attribution": _ATTRIBUTION,
         },
     ),
+    # a taxonomy of failure modes needs at least one; an attribution taxonomy may have none
+    "if": {"not": {"required": ["attribution"]}},
+    "then": {"properties": {"categories": {"minItems": 1}, "modes": {"minItems": 1}}},
 }

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from sqlalchemy import func
 from sqlmodel import Session, select
@@ -120,3 +121,10 @@ def to_api(t: Taxonomy, full: bool = True) -> dict:
     if full:
         d.update({k: t.definition.get(k) for k in ("description", "provenance", "categories", "modes")})
     return d
+
+
+def attribution_schema(tax: Taxonomy | None) -> dict[str, Any] | None:
+    """The taxonomy's attribution schema (``{description, reason, k}``: labels name agent, step and
+    reason, Who&When's shape), or None for a taxonomy of failure modes only."""
+    att = (tax.definition or {}).get("attribution") if tax is not None else None
+    return att if isinstance(att, dict) else None

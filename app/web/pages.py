@@ -96,7 +96,9 @@ def runs_page(
 
 def choose_taxonomy(session: Session, user: User, run: Run, ref: str | None) -> Taxonomy | None:
     """The taxonomy version to label `run` under: `ref` if given, else the user's assignment for
-    the run, else the user's existing annotation of it, else the default (a2-failures latest)."""
+    the run, else the user's existing annotation of it, else (reviewers and admins) the taxonomy
+    of the run's first annotation by anyone (e.g. the attribution taxonomy of an imported Who&When
+    run), else the default (a2-failures latest)."""
     from app.taxonomies.service import resolve
 
     if ref:
@@ -108,6 +110,9 @@ def choose_taxonomy(session: Session, user: User, run: Run, ref: str | None) -> 
         pk = session.exec(select(Annotation.taxonomy_pk).where(Annotation.run_pk == run.id,
                                                                Annotation.user_id == user.id)
                           .order_by(Annotation.updated_at.desc())).first()
+    if pk is None and user.role in ("admin", "reviewer"):
+        pk = session.exec(select(Annotation.taxonomy_pk).where(Annotation.run_pk == run.id)
+                          .order_by(Annotation.id)).first()
     if pk is not None:
         return session.get(Taxonomy, pk)
     return resolve(session, None)
@@ -130,6 +135,24 @@ def taxonomy_view(tax: Taxonomy) -> dict[str, Any]:
             "categories": cats, "modes": modes}
 
 
+def attributions_of(annotations: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The attribution labels (no mode: agent, step, reason) among `annotations` (the API shape),
+    one entry each: ``{annotator, kind, source_name, agent, step, reason}``; `step` is the earliest
+    evidence seq (the decisive mistake), as the attribution agreement takes it."""
+    from app.auth.models import source_name_for
+
+    out = []
+    for a in annotations:
+        kind = a.get("annotator_kind") or "human"
+        for lab in a.get("labels") or []:
+            if lab.get("mode") is None and lab.get("agent"):
+                ev = [s for s in lab.get("evidence") or [] if isinstance(s, int)]
+                out.append({"annotator": a["annotator"], "kind": kind,
+                            "source_name": source_name_for(a["annotator"], kind), "agent": lab["agent"],
+                            "step": min(ev) if ev else None, "reason": lab.get("note")})
+    return out
+
+
 @router.get("/runs/{run_id:path}")
 def run_page(request: Request, run_id: str, session: SessionDep, user: PageUser,
              taxonomy: str | None = None):
@@ -142,6 +165,7 @@ def run_page(request: Request, run_id: str, session: SessionDep, user: PageUser,
     from app.annotations.blind import demo_truth_visible_to, labels_visible_to
     from app.annotations.service import annotations_to_api, find_annotation, is_adjudicated
     from app.core.config import get_settings
+    from app.taxonomies.service import attribution_schema
 
     run = runs_service.get_run(session, run_id)
     if run is None:
@@ -154,11 +178,12 @@ def run_page(request: Request, run_id: str, session: SessionDep, user: PageUser,
 
     finalize_idle(session)
     recording = is_recording(session, run.run_id)
-    view, trace_html = cached_trace(session, run, show_demo_truth=demo_truth_visible_to(user),
-                                    success_threshold=get_settings().success_threshold, recording=recording)
-    tview = taxonomy_view(tax)
     # blind mode: the same rule as the API and exports (reviewers, admins, or everyone once revealed)
     see_others = labels_visible_to(session, user)
+    view, trace_html = cached_trace(session, run, show_demo_truth=demo_truth_visible_to(user),
+                                    success_threshold=get_settings().success_threshold, recording=recording,
+                                    show_labels=see_others)
+    tview = taxonomy_view(tax)
     others = []
     if see_others:
         from app.annotations.service import list_annotations
@@ -185,6 +210,9 @@ def run_page(request: Request, run_id: str, session: SessionDep, user: PageUser,
         "n_events": len(view["events"]),
         "flag": {"kind": my_flag.kind, "reason": my_flag.reason, "note": my_flag.note} if my_flag else None,
         "reasons": REASONS,
+        "attribution": attribution_schema(tax),
+        # reviewers (and everyone once labels are revealed): the others' attributions, marked in the trace
+        "attributions": attributions_of(others),
     }
     from app.detectors.service import page_hints
 
@@ -197,6 +225,7 @@ def run_page(request: Request, run_id: str, session: SessionDep, user: PageUser,
         gold = {"no_failure": adj["no_failure"], "rationale": adj["rationale"],
                 "labels": [g for g in adj["gold"] if g["accepted"]]}
     return render(request, "run.html", t=view, tax=tview, config=config, show_audits=see_others, gold=gold,
+                  attribution=config["attribution"], attributions=config["attributions"],
                   others=others, is_admin=demo_truth_visible_to(user), flags_here=flags_here, trace_html=trace_html,
                   reasons=REASONS, recording=recording)
 

@@ -42,6 +42,13 @@
 
   var modeByCode = {};
   cfg.modes.forEach(function (m) { modeByCode[m.code] = m; });
+  /* An attribution taxonomy (cfg.attribution: Who&When's shape): a label is an attribution, the
+     responsible agent (1-9 picks the run's agent by number, a cycles), the step (x or Enter sets it
+     to the focused event: one step) and the reason (e: the note). Modes, if the taxonomy has any,
+     stay optional. */
+  var ATT = cfg.attribution || null;
+  var ATT_ONLY = !!ATT && !cfg.modes.length;
+  function hasContent(l) { return !!l.mode || (!!ATT && (!!l.agent || l.evidence.length > 0)); }
 
   // ---------------------------------------------------------------- visible time on task
   var visibleMs = 0;
@@ -97,8 +104,9 @@
   function agentSelect(l) {
     var s = el("select", { "data-f": "agent", "aria-label": "Responsible agent", required: "required" });
     s.appendChild(el("option", { value: "" }, "— responsible agent (a) —"));
-    cfg.agents.forEach(function (a) {
-      s.appendChild(el("option", { value: a.id }, a.id + (a.principal_name ? "  (for " + a.principal_name + ")" : "")));
+    cfg.agents.forEach(function (a, i) {
+      s.appendChild(el("option", { value: a.id }, (ATT && i < 9 ? (i + 1) + "  " : "") + a.id +
+                                                  (a.principal_name ? "  (for " + a.principal_name + ")" : "")));
     });
     s.value = l.agent || "";
     return s;
@@ -114,7 +122,7 @@
                                  title: "Make this the active label (evidence goes here)" });
       title.appendChild(el("span", { "class": "lc-n" }, "L" + (i + 1)));
       var m = modeByCode[l.mode];
-      title.appendChild(el("span", { "class": "lc-mode" }, m ? m.code + " · " + m.name : "no mode yet"));
+      title.appendChild(el("span", { "class": "lc-mode" }, m ? m.code + " · " + m.name : (ATT ? "attribution" : "no mode yet")));
       head.appendChild(title);
       if (i === state.active) head.appendChild(el("span", { "class": "lc-active small" }, "active"));
       head.appendChild(el("span", { "class": "lc-time small muted", title: "time on this label" }, fmtMs(labelMs(l))));
@@ -131,10 +139,12 @@
       card.appendChild(sum);
 
       var body = el("div", { "class": "lc-body" });
-      var r1 = el("label", { "class": "lc-field" });
-      r1.appendChild(el("span", null, "Mode"));
-      r1.appendChild(modeSelect(l));
-      body.appendChild(r1);
+      if (!ATT_ONLY) {
+        var r1 = el("label", { "class": "lc-field" });
+        r1.appendChild(el("span", null, ATT ? "Mode (optional)" : "Mode"));
+        r1.appendChild(modeSelect(l));
+        body.appendChild(r1);
+      }
       var r2 = el("label", { "class": "lc-field" + (l.agent ? "" : " missing") });
       r2.appendChild(el("span", null, "Responsible agent"));
       r2.appendChild(agentSelect(l));
@@ -155,10 +165,11 @@
       }
 
       var ev = el("div", { "class": "lc-evidence" + (l.evidence.length ? "" : " missing") });
-      ev.appendChild(el("span", { "class": "lc-label" }, "Evidence"));
+      ev.appendChild(el("span", { "class": "lc-label" }, ATT ? "Step" : "Evidence"));
       if (!l.evidence.length) {
         ev.appendChild(el("span", { "class": "small muted" },
-          i === state.active ? "none yet: focus an event (j/k) and press x, or click its “+ evidence”"
+          i === state.active ? (ATT ? "none yet: focus the event of the decisive mistake (j/k) and press x"
+                                    : "none yet: focus an event (j/k) and press x, or click its “+ evidence”")
                              : "none yet (make this label active first)"));
       }
       l.evidence.slice().sort(function (a, b) { return a - b; }).forEach(function (seq) {
@@ -171,8 +182,10 @@
       body.appendChild(ev);
 
       var r3 = el("label", { "class": "lc-field" });
-      r3.appendChild(el("span", null, "Note"));
-      var ta = el("textarea", { "data-f": "note", rows: "2", placeholder: "why this mode, for whom (optional)" });
+      r3.appendChild(el("span", null, ATT ? "Reason" : "Note"));
+      var ta = el("textarea", { "data-f": "note", rows: "2", "aria-label": ATT ? "Reason" : "Note",
+                                placeholder: ATT ? "reason: what went wrong at this step (e; Esc leaves)"
+                                                 : "why this mode, for whom (optional)" });
       ta.value = l.note || "";
       r3.appendChild(ta);
       body.appendChild(r3);
@@ -365,13 +378,13 @@
   var sentIdx = [];  // card index of each label in the last payload (server errors name labels[i])
   function payload(status, upTo) {
     var labels = state.labels;
-    if (status === "draft") labels = labels.filter(function (l) { return !!l.mode; });  // a draft label needs a mode
+    if (status === "draft") labels = labels.filter(hasContent);  // a draft label needs a mode (or, attributions, an agent or step)
     sentIdx = labels.map(function (l) { return state.labels.indexOf(l); });
     return {
       run_id: cfg.run_id, taxonomy: cfg.taxonomy, status: status, no_failure: !!state.noFailure,
       note: state.note || null, time_ms: Math.max(0, Math.round(upTo - sentMs)),
       labels: labels.map(function (l) {
-        return { mode: l.mode, agent: l.agent || null, principals: l.principals.slice(), evidence: l.evidence.slice(),
+        return { mode: l.mode || (ATT ? null : l.mode), agent: l.agent || null, principals: l.principals.slice(), evidence: l.evidence.slice(),
                  note: l.note || null, confidence: l.confidence === "" ? null : l.confidence,
                  time_ms: Math.round(labelMs(l)) };
       })
@@ -397,8 +410,8 @@
     clearTimeout(saveTimer);
     if (!state.loaded || state.status === "submitted") return Promise.resolve(null);
     if (inFlight) { again = true; return inFlight; }
-    var hasContent = state.labels.some(function (l) { return !!l.mode; }) || state.noFailure || state.note;
-    if (!hasContent && state.status === null) { state.dirty = false; setSave("nothing to save yet", ""); return Promise.resolve(null); }
+    var anyContent = state.labels.some(hasContent) || state.noFailure || state.note;
+    if (!anyContent && state.status === null) { state.dirty = false; setSave("nothing to save yet", ""); return Promise.resolve(null); }
     var upTo = vnow();
     var body = payload("draft", upTo);
     setSave("saving…", "");
@@ -409,7 +422,7 @@
         state.status = r.body && r.body.status || "draft";
         state.dirty = again;
         clearSaveErrors();
-        var pending = state.labels.some(function (l) { return !l.mode; });
+        var pending = state.labels.some(function (l) { return !hasContent(l); });
         setSave("draft saved " + new Date().toLocaleTimeString() + (pending ? " (a label without a mode is not saved yet)" : ""), "ok");
       } else {
         showServerError(r.status, r.body);
@@ -432,6 +445,16 @@
     }
     state.labels.forEach(function (l, i) {
       var miss = [];
+      if (ATT && !l.mode) {
+        if (!l.agent) miss.push("the responsible agent (1-9)");
+        if (l.evidence.length !== 1) miss.push("one step (x on the focused event)");
+        if (ATT.reason === "required" && !(l.note || "").trim()) miss.push("a reason (e)");
+        if (miss.length) {
+          cardError(i, "needs " + miss.join(", "));
+          problems.push("Attribution L" + (i + 1) + " needs " + miss.join(", ") + ".");
+        }
+        return;
+      }
       if (!l.mode) miss.push("a mode");
       if (!l.agent) miss.push("the responsible agent");
       if (!l.evidence.length) miss.push("at least one evidence event");
@@ -559,7 +582,15 @@
     var l = active();
     if (!l) {
       l = addLabel();
-      flashMsg("Started label L" + state.labels.length + " for this evidence: choose its mode (m).");
+      flashMsg(ATT ? "Started attribution L" + state.labels.length + " at step #" + seq + ": pick the agent (1-9)."
+                   : "Started label L" + state.labels.length + " for this evidence: choose its mode (m).");
+    }
+    if (ATT && !l.mode) {  // an attribution has one step: the focused event replaces it
+      l.evidence = l.evidence.length === 1 && l.evidence[0] === seq ? [] : [seq];
+      touch(l);
+      renderLabels();
+      changed();
+      return;
     }
     var k = l.evidence.indexOf(seq);
     if (k === -1) l.evidence.push(seq); else l.evidence.splice(k, 1);
@@ -572,6 +603,18 @@
     if (refuseLocked()) return;
     var l = active() || addLabel();
     l.mode = code;
+    touch(l);
+    renderLabels();
+    changed();
+  }
+
+  /* 1-9 on an attribution taxonomy: the agent with that number (as the agent list shows it). */
+  function pickAgent(n) {
+    if (refuseLocked()) return;
+    var a = cfg.agents[n - 1];
+    if (!a) { flashMsg("This run has " + cfg.agents.length + " agent(s): press 1-" + Math.min(9, cfg.agents.length) + "."); return; }
+    var l = active() || addLabel();
+    l.agent = a.id;
     touch(l);
     renderLabels();
     changed();
@@ -650,7 +693,7 @@
       touch(l);
       renderLabels();
       changed();
-    } else if (act === "new-label") { if (!refuseLocked()) { addLabel(); openPicker("", true); } }
+    } else if (act === "new-label") { if (!refuseLocked()) { addLabel(); if (!ATT_ONLY) openPicker("", true); } }
     else if (act === "submit") { submit(); }
     else if (act === "next-run") { nextRun(); }
     else if (act === "shortcuts") { openOverlay($shortcuts); }
@@ -884,8 +927,9 @@
     if (k === "j") T.move(1);
     else if (k === "k") T.move(-1);
     else if (k === "x") attach(T.focusedSeq());
-    else if (k === "n") { if (!refuseLocked()) { addLabel(); openPicker("", true); } }
-    else if (k === "m") openPicker("");
+    else if (k === "n") { if (!refuseLocked()) { addLabel(); if (!ATT_ONLY) openPicker("", true); } }
+    else if (k === "m") { if (ATT_ONLY) handled = false; else openPicker(""); }
+    else if (ATT && /^[1-9]$/.test(k)) pickAgent(Number(k));
     else if (/^[1-9]$/.test(k)) {
       // the active label if it has no mode yet, else a new label: the mode list opens on category k
       var p = categoryPrefix(Number(k));
@@ -991,6 +1035,30 @@
     $submit.disabled = true;
     $submit.title = "The run is adjudicated: its labels can no longer change";
     panel.classList.add("locked");
+  }
+  /* Reviewers: the others' attributions (e.g. the dataset's mistake step) marked on their step in
+     the trace, beside the reviewer's own (evidence marks). Events not rendered yet (a long run's
+     later chunks) get the mark when their chunk opens. */
+  function markAttributions(root) {
+    (cfg.attributions || []).forEach(function (a) {
+      if (a.step === null || a.step === undefined) return;
+      var ev = (root || document).querySelector('article.ev[data-seq="' + a.step + '"]');
+      if (!ev || ev.querySelector('.att-mark[data-who="' + CSS.escape(a.annotator) + '"]')) return;
+      var h = ev.querySelector(".ev-h") || ev;
+      var who = a.kind !== "human" && a.source_name ? a.source_name : a.annotator;
+      var m = el("span", { "class": "att-mark", "data-who": a.annotator,
+                           title: a.annotator + " attributes the failure to " + a.agent + " at this step" +
+                                  (a.reason ? ": " + a.reason : "") }, "◆ " + who + ": " + a.agent);
+      h.appendChild(m);
+      ev.classList.add("att-step");
+    });
+  }
+  if (cfg.attributions && cfg.attributions.length) {
+    markAttributions(document);
+    var traceEl = document.getElementById("trace");
+    if (traceEl && window.MutationObserver) {
+      new MutationObserver(function () { markAttributions(document); }).observe(traceEl, { childList: true });
+    }
   }
   renderLabels();
   load();

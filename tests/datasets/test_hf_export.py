@@ -63,7 +63,7 @@ def test_cli_hf_folder_loads_with_pandas_and_the_card_lists_every_column(engine,
     assert feats["mode"] == {"name": "mode", "dtype": "string"}
     assert feats["submitted_at"]["dtype"].startswith("timestamp[us")
     assert "## Taxonomy versions" in body and "`mast-draft-r2@1`" in body and "`mast@1`" in body
-    assert "## Label provenance" in body and "by annotator kind human" in body and "judge" in body
+    assert "## Label provenance" in body and "by annotator kind" in body and "source" in body and "judge" in body
 
 
 def test_rest_hf_zip_and_blind_mode(client, engine):

@@ -149,7 +149,7 @@ def test_rest_human_file_three_annotators_agreement_matches_hand_computation(cli
     labels = stored_labels(engine)
     annotators = {k[1] for k in labels}
     assert annotators == {"mad:annotator_1", "mad:annotator_2", "mad:annotator_3"}
-    assert {v[0] for v in labels.values()} == {"human"}
+    assert {v[0] for v in labels.values()} == {"source"}  # a dataset's annotators: not people of this app
     # taxonomy by round: Round 1 the 18-mode draft (4.2 exists only there), Round 4 the published 14
     r1 = {k[1]: v for k, v in labels.items() if k[0].startswith("mad-human/Round_1/")}
     assert {k: v[2] for k, v in r1.items()} == {"mad:annotator_1": (("4.2", "", (), ""),), "mad:annotator_2": (),

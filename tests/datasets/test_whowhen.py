@@ -38,7 +38,7 @@ def test_records_become_runs_with_seq_equal_to_history_index_and_an_attribution(
     assert hand["events"][1]["data"]["note"] == "thought" and hand["events"][2]["visibility"] == "shared"
     assert hand["audits"] == [{"source": "who-and-when", "level": None, "mode": None, "agent": "Orchestrator",
                                "evidence": [4], "note": "It counted the 2011 album, outside the range.",
-                               "metadata": {"taxonomy": "mast", "annotator_kind": "human",
+                               "metadata": {"taxonomy": "who-and-when", "annotator_kind": "human",
                                             "annotator": "whowhen:annotators", "mistake_type": None}}]
     assert hand["aggregate_score"] == 0.0 and hand["metadata"]["whowhen"]["ground_truth"] == "3"
     algo = items[ALGO]
@@ -62,9 +62,9 @@ def test_cli_imports_a_folder_and_stores_attribution_labels(engine, run_cli):
     assert "unknown" not in res.output and "None" not in res.output  # attributions carry no mode: not unknown
     labels = stored_labels(engine)
     tax = next(iter(labels))[2]
-    assert tax.startswith("mast@")
+    assert tax.startswith("who-and-when@")  # the attribution taxonomy; the dataset's annotators are a source
     assert labels[(HAND, "whowhen:annotators", tax)] == (
-        "human", False, (("", "Orchestrator", (4,), "It counted the 2011 album, outside the range."),))
+        "source", False, (("", "Orchestrator", (4,), "It counted the 2011 album, outside the range."),))
     assert labels[(ALGO, "whowhen:annotators", tax)][2][0][:3] == ("", "Verification_Expert", (3,))
 
 
@@ -81,11 +81,11 @@ def test_attribution_agreement_between_two_label_sets_cli_and_rest(engine, run_c
     assert run_cli("import", WW).exit_code == 0
     second = tmp_path / "baseline.csv"  # a second attribution method: who and when, no mode
     second.write_text("annotator,run_id,mode,agent,evidence,taxonomy,note\n"
-                      f"judge:baseline,{HAND},,Orchestrator,5,mast,one step late\n"
-                      f"judge:baseline,{ALGO},,Research_Expert,3,mast,wrong agent\n")
+                      f"judge:baseline,{HAND},,Orchestrator,5,who-and-when,one step late\n"
+                      f"judge:baseline,{ALGO},,Research_Expert,3,who-and-when,wrong agent\n")
     res = run_cli("import-labels", second)
     assert res.exit_code == 0, res.output
-    rest = client.get("/api/v1/agreement/attribution?taxonomy=mast&k=1", headers=client.hdr["admin"])
+    rest = client.get("/api/v1/agreement/attribution?taxonomy=who-and-when&k=1", headers=client.hdr["admin"])
     assert rest.status_code == 200, rest.text
     att = rest.json()
     assert att["n_runs"] == 2 and att["k"] == 1 and att["labels_without_mode"] == 4
@@ -93,14 +93,14 @@ def test_attribution_agreement_between_two_label_sets_cli_and_rest(engine, run_c
     assert att["step_exact"] == {"n_pairs": 2, "n_agree": 1, "proportion": 0.5}  # 4 vs 5; 3 vs 3
     assert att["step_within_k"] == {"n_pairs": 2, "n_agree": 2, "proportion": 1.0}
     assert att["agent_and_step"] == {"n_pairs": 2, "n_agree": 0, "proportion": 0.0}
-    exact = client.get("/api/v1/agreement/attribution?taxonomy=mast&k=0", headers=client.hdr["admin"]).json()
+    exact = client.get("/api/v1/agreement/attribution?taxonomy=who-and-when&k=0", headers=client.hdr["admin"]).json()
     assert exact["step_within_k"]["n_agree"] == 1
     assert client.get("/api/v1/agreement/attribution", headers=client.hdr["annotator"]).status_code == 403
-    cli = run_cli("agreement", "--taxonomy", "mast", "--include-judges", "--n-boot", "0", "--k", "1")
+    cli = run_cli("agreement", "--taxonomy", "who-and-when", "--include-judges", "--n-boot", "0", "--k", "1")
     assert cli.exit_code == 0, cli.output
     assert "Attribution agreement over 2 run(s)" in cli.output
     assert "same agent: 50.0% (1/2)" in cli.output and "step within +-1: 100.0% (2/2)" in cli.output
-    js = json.loads(run_cli("agreement", "--taxonomy", "mast", "--include-judges", "--n-boot", "0", "--json",
+    js = json.loads(run_cli("agreement", "--taxonomy", "who-and-when", "--include-judges", "--n-boot", "0", "--json",
                             "--no-gold").output)
     assert js["attribution_agreement"]["agent_and_step"]["n_agree"] == 0
     assert js["labels_without_mode"] == 4
@@ -128,11 +128,12 @@ def test_pages_and_annotation_api_show_attribution_and_trace_level_labels(engine
     (item,) = listed.json()["items"]
     assert item["labels"][0]["mode"] is None and item["labels"][0]["agent"] == "Orchestrator"
     login(client, "rev")
-    page = client.get(f"/runs/{HAND}?taxonomy=mast")
+    page = client.get(f"/runs/{HAND}?taxonomy=who-and-when")
     assert page.status_code == 200 and "attribution" in page.text and "whowhen:annotators" in page.text
+    assert 'id="att-beside"' in page.text and "Orchestrator at" in page.text  # the dataset's attribution, for reviewers
     mad = client.get("/runs/mad/ChatDev/GPT-4o/1/chatdev_tip_1?taxonomy=mast")
     assert mad.status_code == 200 and "judge:mast-llm" in mad.text
-    adj = client.get(f"/adjudicate/{HAND}?taxonomy=mast")  # attribution-only labels: nothing to adjudicate
+    adj = client.get(f"/adjudicate/{HAND}?taxonomy=who-and-when")  # attribution-only labels: nothing to adjudicate
     assert adj.status_code == 200, adj.text
     adj_mad = client.get("/api/v1/adjudication/mad/ChatDev/GPT-4o/1/chatdev_tip_1?taxonomy=mast",
                          headers=client.hdr["admin"])
@@ -140,7 +141,9 @@ def test_pages_and_annotation_api_show_attribution_and_trace_level_labels(engine
     assert {(c["mode"], c["agent"]) for c in adj_mad.json()["candidates"]} == {("1.1", None), ("3.2", None)}
     dash = client.get("/agreement?taxonomy=mast&include_judges=true&n_boot=0")
     assert dash.status_code == 200 and "8 label(s) name no responsible agent" in dash.text
-    assert "2 label(s) are attribution-only" in dash.text
+    att = client.get("/agreement?taxonomy=who-and-when&n_boot=0")
+    assert att.status_code == 200 and "2 label(s) are attribution-only" in att.text
+    assert 'id="attribution-agreement"' in att.text and "step within ±1" in att.text
     page = client.get("/reports?taxonomy=mast")
     assert page.status_code == 200 and "8 label(s) name no responsible agent" in page.text
     report = client.get("/api/v1/reports/outcomes?taxonomy=mast", headers=client.hdr["admin"])

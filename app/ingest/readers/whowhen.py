@@ -20,8 +20,10 @@ private (a thought, a note) stays ``private``.
 
 The label is an attribution without a mode (who, when, why): an audit of source
 ``who-and-when`` with ``mode: null``, ``agent`` = the mistake agent, ``evidence`` = [mistake
-step], ``note`` = mistake reason, stored for the human annotator ``whowhen:annotators`` under
-the ``mast`` taxonomy (attribution labels carry no mode of it). A mistake step that is not a
+step], ``note`` = mistake reason, stored as an attribution label (agent, step, reason) of the
+dataset source ``whowhen:annotators`` (kind "source") under the attribution taxonomy
+``who-and-when``. The answers kept in ``metadata.whowhen`` (mistake agent/step/reason/type,
+ground truth) are hidden from blind annotators (``app.annotations.blind.HIDDEN_KEYS``). A mistake step that is not a
 history index, or a missing mistake agent, leaves the run without a label and is reported in
 ``metadata.import_warnings``. Everything else is kept in ``metadata``.
 """
@@ -44,7 +46,7 @@ from app.ingest.safety import safejson
 
 SOURCE = "who-and-when"
 ANNOTATOR = "whowhen:annotators"
-TAXONOMY = "mast"
+TAXONOMY = "who-and-when"
 PRINCIPAL = "user"
 SUBSETS = ("Algorithm-Generated", "Hand-Crafted")
 KNOWN = ("history", "question", "ground_truth", "is_correct", "is_corrected", "question_ID", "mistake_agent",
