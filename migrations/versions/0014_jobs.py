@@ -1,14 +1,14 @@
 """jobs: background work (imports, exports, detectors, judges) with state, progress and result
 
 Revision ID: 0014_jobs
-Revises: 0013b
+Revises: 0014_source_kind
 """
 import sqlalchemy as sa
 import sqlmodel
 from alembic import op
 
 revision = "0014_jobs"
-down_revision = "0013b"
+down_revision = "0014_source_kind"
 branch_labels = None
 depends_on = None
 
