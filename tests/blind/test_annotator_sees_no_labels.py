@@ -31,6 +31,8 @@ from app.annotations.models import Annotation, Assignment, Label
 from app.auth.models import User
 from app.exports.schema import TABLES
 from app.ingest.loader import import_paths
+from app.jobs.models import Job
+from app.jobs.service import create_job
 from app.main import create_app
 from app.runs.models import Agent, Audit, Check, Event, Run
 from app.taxonomies.models import Taxonomy
@@ -244,6 +246,10 @@ def _urls(app, session: Session) -> list[str]:
             urls += [f"/api/v1/exports/{name}.{fmt}" for name, spec in TABLES.items() for fmt in spec.formats]
         elif path == "/reports/data/{name}.csv":
             urls += [f"/reports/data/{n}.csv" for n in ("outcomes", "blind_spots")]
+        elif path == "/estimates/data.{fmt}":
+            urls += [f"/estimates/data.{fmt}?target=mode:DD1" for fmt in ("csv", "parquet")]
+        elif path == "/api/v1/jobs/{job_id}":
+            urls += [f"/api/v1/jobs/{j}" for (j,) in session.execute(select(Job.id))]
         elif "{" in path:
             raise AssertionError(f"GET route {path}: say in this test how to fill its parameters")
         elif path == "/api/v1/annotations/mine":
@@ -252,6 +258,10 @@ def _urls(app, session: Session) -> list[str]:
             urls += [f"{path}?table={name}&fmt={fmt}" for name, spec in TABLES.items() for fmt in spec.formats]
         elif path == "/api/v1/annotations":
             urls += [path, f"{path}?page_size=200"]
+        elif path == "/estimates":
+            urls += [path, f"{path}?target=mode:DD1", f"{path}?target=mode:DD1&judge=judge:gpt-judge"]
+        elif path == "/api/v1/estimates":
+            urls += [f"{path}?mode=DD1", f"{path}?mode=DD1&judge=judge:gpt-judge"]
         else:
             urls.append(path)
     return urls
@@ -284,6 +294,12 @@ def test_blind_annotator_reads_no_label_anywhere(engine, shape, tmp_path):
             s.add(Assignment(run_pk=run.id, user_id=alice.id, taxonomy_pk=tax.id, position=i, batch="b1"))
         s.commit()
         secrets = _secrets(s, "alice")
+        # a reviewer's import job whose result quotes every secret (as an import's warnings can)
+        rev = make_user(s, "rev-jobs", role="reviewer")
+        job = create_job(s, "import", {"path": "/x", "filename": "x.json", "folder": None}, rev.id)
+        job.state, job.result = "done", {"warnings": sorted(secrets)}
+        s.add(job)
+        s.commit()
         app = create_app(engine)
         urls = _urls(app, s)
     assert "judge:gpt-judge" in secrets and JUDGE_NOTE in secrets
