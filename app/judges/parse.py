@@ -71,6 +71,8 @@ def extract_json(text: str | None) -> dict[str, Any]:
         except ValueError as exc:
             last_err = exc
     if first < 0:
+        if isinstance(last_err, ValueError) and "not an object" in str(last_err):
+            raise AnswerError(f"the answer is {last_err}")
         raise AnswerError("no JSON object found in the answer")
     raise AnswerError(f"the JSON object could not be read: {last_err}")
 
@@ -148,10 +150,9 @@ def parse_labels(obj: dict[str, Any], facts: RunFacts, *, only_agent: str | None
             continue
         seen[key] = {"mode": mode, "agent": agent, "evidence": ev, "rationale": _text(lab.get("rationale"))}
         out.append(seen[key])
-    if verdict == "failure" and not labels:
-        problems.append('verdict "failure" without labels: nothing to store but the verdict')
-    return {"verdict": "failure" if out else ("failure" if verdict == "failure" else "no_failure"),
-            "labels": out}, problems
+    if verdict == "failure" and not out:
+        problems.append('verdict "failure" but no valid label: stored as no failure found')
+    return {"verdict": "failure" if out else "no_failure", "labels": out}, problems
 
 
 def parse_present(obj: dict[str, Any], facts: RunFacts, mode: str) -> tuple[dict[str, Any], list[str]]:

@@ -527,7 +527,7 @@ def _reference(session: Session, tax_pk: int, run_pks: list[int]) -> dict[int, d
     gold = session.execute(select(GoldRun.id, GoldRun.run_pk).where(GoldRun.taxonomy_pk == tax_pk,
                                                                    GoldRun.status == "adjudicated")).all()
     gold_of = {gid: pk for gid, pk in gold if pk in wanted}
-    for gid, pk in gold_of.items():
+    for pk in gold_of.values():
         out[pk] = {"source": "gold", "labels": {}}
     if gold_of:
         ids = list(gold_of)

@@ -15,6 +15,7 @@ ROUTER_MODULES = [
     "app.exports.dataset_views",  # before app.exports.views: its {table}.{fmt} path would take hf.zip
     "app.exports.views",
     "app.detectors.views",
+    "app.judges.views",
     "app.auth.views",
     "app.web.pages",
     "app.taxonomies.pages",
@@ -22,6 +23,7 @@ ROUTER_MODULES = [
     "app.reports.pages",
     "app.admin.pages",
     "app.detectors.pages",
+    "app.judges.pages",
     "app.capture.views",
     "app.flags.views",
     "app.flags.pages",
