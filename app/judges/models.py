@@ -65,6 +65,8 @@ class JudgeRun(SQLModel, table=True):
     created_by: int | None = Field(default=None, foreign_key="user_account.id", ondelete="SET NULL")
     created_at: datetime = Field(default_factory=utcnow)
     started_at: datetime | None = None
+    #: the process working on it, `host:pid` (a dead process on this host means it was interrupted)
+    worker: str | None = Field(default=None, max_length=300)
     #: refreshed by the runner while it works (a judge run whose heartbeat stopped was interrupted)
     heartbeat_at: datetime | None = None
     finished_at: datetime | None = None

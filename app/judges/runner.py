@@ -56,6 +56,10 @@ MAX_RETRY_AFTER = 600.0
 class CallFailed(RuntimeError):
     """A request that failed for good (retries used up, or an error not worth retrying)."""
 
+    def __init__(self, message: str, stat: CallStat | None = None):
+        super().__init__(message)
+        self.stat = stat
+
 
 class AnswerFailed(RuntimeError):
     """An answer that could not be parsed, twice; `raw` is the model's last text."""
@@ -251,7 +255,7 @@ class Endpoint:
         except Exception as exc:  # noqa: BLE001 - every failure becomes the call's error
             stat.latency_ms = int((time.perf_counter() - t0) * 1000)
             stat.status, stat.error = "error", _describe(exc)
-            raise CallFailed(stat.error) from None
+            raise CallFailed(stat.error, stat) from None
         finally:
             if stat.status != "error":
                 stat.latency_ms = int((time.perf_counter() - t0) * 1000)
@@ -276,9 +280,18 @@ class Asker:
         self.calls: list[CallStat] = []
         self.last_raw: str | None = None
 
-    async def _one(self, spec: CallSpec, messages: list[dict[str, str]], sample: int):
-        text, stat = await self.endpoint.send(messages, spec.answer, sample, self.result_id, len(self.calls))
+    async def _send(self, messages: list[dict[str, str]], answer: str, sample: int):
+        try:
+            text, stat = await self.endpoint.send(messages, answer, sample, self.result_id, len(self.calls))
+        except CallFailed as exc:
+            if exc.stat is not None:
+                self.calls.append(exc.stat)
+            raise
         self.calls.append(stat)
+        return text, stat
+
+    async def _one(self, spec: CallSpec, messages: list[dict[str, str]], sample: int):
+        text, stat = await self._send(messages, spec.answer, sample)
         self.last_raw = text
         try:
             return spec.parse(extract_json(text))
@@ -288,8 +301,7 @@ class Asker:
             retry = messages + [{"role": "assistant", "content": text},
                                 {"role": "user", "content": f"Your answer could not be used: {exc}. Answer again "
                                                             "with only the JSON object, in the shape asked for."}]
-            text2, stat2 = await self.endpoint.send(retry, spec.answer, sample, self.result_id, len(self.calls))
-            self.calls.append(stat2)
+            text2, stat2 = await self._send(retry, spec.answer, sample)
             self.last_raw = text2
             try:
                 return spec.parse(extract_json(text2))

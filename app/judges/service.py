@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
+import socket
 import threading
 from collections.abc import Iterable
 from datetime import timedelta
@@ -236,7 +238,7 @@ def plan(session: Session, jv: JudgeVersion, *, run_ids: Iterable[str] | None = 
         beat = other.heartbeat_at or other.created_at
         if beat.tzinfo is None:
             beat = beat.replace(tzinfo=now.tzinfo)
-        if other.state == "running" and now - beat < HEARTBEAT_STALE:
+        if other.state == "running" and now - beat < HEARTBEAT_STALE and not _worker_dead(other.worker):
             raise JudgeError(f"judge run {other.id} of {jv.name}@{jv.version} is still running; cancel it first")
         if other.state == "queued" and now - beat < HEARTBEAT_STALE:
             raise JudgeError(f"judge run {other.id} of {jv.name}@{jv.version} is queued; cancel it first")
@@ -320,6 +322,28 @@ def launch(engine, judge_run_id: int) -> threading.Thread:
 
 # --------------------------------------------------------------------------- the runner's storage steps
 
+def worker_id() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+def _worker_dead(worker: str | None) -> bool:
+    """True when `worker` is a process of this host that no longer runs."""
+    if not worker or ":" not in worker:
+        return False
+    host, _, pid = worker.rpartition(":")
+    if host != socket.gethostname() or not pid.isdigit():
+        return False
+    if int(pid) == os.getpid():
+        return False
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False
+    return False
+
+
 def runner_setup(session: Session, judge_run_id: int) -> dict[str, Any]:
     from app.auth.service import judge_user
 
@@ -337,6 +361,7 @@ def runner_setup(session: Session, judge_run_id: int) -> dict[str, Any]:
     items = [] if jr.cancel_requested else [{"result_id": i, "run_pk": pk, "run_id": rid} for i, pk, rid in rows]
     now = utcnow()
     jr.state = "cancelled" if jr.cancel_requested else "running"
+    jr.worker = worker_id()
     jr.started_at = jr.started_at or now
     jr.heartbeat_at = now
     session.add(jr)

@@ -2,7 +2,6 @@
 
 Revision ID: 0014_judges
 Revises: 0013b
-Create Date: 2026-12-01 20:35:11.139879
 """
 from alembic import op
 import sqlalchemy as sa
@@ -61,6 +60,7 @@ def upgrade() -> None:
     sa.Column('created_by', sa.Integer(), nullable=True),
     sa.Column('created_at', sqlmodel.sql.sqltypes.UTCDateTime(), nullable=False),
     sa.Column('started_at', sqlmodel.sql.sqltypes.UTCDateTime(), nullable=True),
+    sa.Column('worker', sqlmodel.sql.sqltypes.AutoString(length=300), nullable=True),
     sa.Column('heartbeat_at', sqlmodel.sql.sqltypes.UTCDateTime(), nullable=True),
     sa.Column('finished_at', sqlmodel.sql.sqltypes.UTCDateTime(), nullable=True),
     sa.ForeignKeyConstraint(['created_by'], ['user_account.id'], ondelete='SET NULL'),
