@@ -81,7 +81,9 @@ def test_scale_with_429s_and_failures(engine, monkeypatch):
         jr = s.get(JudgeRun, jr_id)
         calls = s.exec(select(JudgeCall).where(JudgeCall.judge_run_id == jr_id)).all()
         assert jr.state == "done" and jr.n_done == 500 and jr.n_calls == len(calls) == 500
-        assert sum(c.attempts for c in calls) == len(srv.log)  # retries counted on the call
+        # every HTTP attempt is counted on its call (a keep-alive connection the server closed
+        # under the client is retried too, so there may be more attempts than requests received)
+        assert sum(c.attempts for c in calls) >= len(srv.log) > 500
         assert jr.tokens_in == 500 * 100 and jr.tokens_out == 500 * 20 and jr.latency_ms >= 500 * 50
 
 
