@@ -99,7 +99,7 @@ def judge_page(request: Request, name: str, session: SessionDep, user: ReviewerP
         rep = service.score(session, f"{jv.name}@{jv.version}" if version else jv.name, n_boot=200, k=max(k, 0))
     except service.JudgeError as exc:
         raise HTTPException(404, str(exc)) from None
-    return render(request, "judges/score.html", name=name, rep=rep, k=k, runs=service.judge_runs(session, name, 10))
+    return render(request, "judges/score.html", judge_name=name, rep=rep, k=k, runs=service.judge_runs(session, name, 10))
 
 
 @router.get(URL + "/{name}/runs/{run_id:path}")
@@ -125,6 +125,6 @@ def judge_disagreement(request: Request, name: str, run_id: str, session: Sessio
     view = run_view(to_canonical(session, run), setup["taxonomy_vars"], success_threshold=setup["threshold"])
     cited = {e for r in res for lab in (r["answer"] or {}).get("labels", []) for e in lab.get("evidence", [])}
     cited |= {e for lab in reference for e in lab["evidence"]}
-    return render(request, "judges/run.html", name=name, jv=jv, run_id=run_id, results=res, reference=reference,
+    return render(request, "judges/run.html", judge_name=name, jv=jv, run_id=run_id, results=res, reference=reference,
                   reference_source=ref["source"] if ref else None, lines=view.lines, cited=cited,
                   agents=view.agents)

@@ -85,7 +85,7 @@ def launch_run(name: str, body: RunIn, request: Request, session: SessionDep, us
             pending, skipped = service.select_pending(session, jv, run_ids=body.run_ids, batch=body.batch,
                                                       limit=body.limit)
             est = service.estimate(session, jv, [pk for pk, _, _ in pending])
-            return {**est, "skipped": skipped, "judge": jv.name, "version": jv.version}
+            return JSONResponse({**est, "skipped": skipped, "judge": jv.name, "version": jv.version})
         jr = service.plan(session, jv, run_ids=body.run_ids, batch=body.batch, limit=body.limit, user=user)
     except service.JudgeError as exc:
         session.rollback()
