@@ -228,7 +228,52 @@ def parse_judge_text(text: str, where: str = "judge file", taxonomy_hash: str = 
     definition = normalise(doc)
     if taxonomy_ref:
         definition["taxonomy"] = taxonomy_ref
+    if doc.get("prompts"):
+        try_render(definition, where)
     return JudgeDef(definition=definition, content_hash=version_of(definition, taxonomy_hash), source=text)
+
+
+_SAMPLE_RUN = {
+    "run_id": "sample", "status": "completed",
+    "scenario": {"id": "sample/s", "family": "sample", "title": "Sample"},
+    "principals": [{"id": "p1", "name": "P1", "objective": "o"}, {"id": "p2", "name": "P2"}],
+    "agents": [{"id": "a1", "principal": "p1", "private_state": {"k": 1}}, {"id": "a2", "principal": "p2"}],
+    "events": [{"seq": 0, "kind": "message", "actor": "a1", "recipients": ["a2"], "visibility": "shared",
+                "content": "hi"},
+               {"seq": 1, "kind": "tool_call", "actor": "a2", "recipients": [], "visibility": "private"}],
+}
+_SAMPLE_TAX = {"name": "T", "categories": [{"code": "C", "name": "C"}],
+               "modes": [{"code": "M1", "name": "M", "category": "C", "definition": "d", "boundary": "b"}]}
+
+
+def try_render(definition: dict[str, Any], where: str) -> None:
+    """Render a file's own templates for every kind of call of its strategy on a small sample run, so
+    that a misspelt variable or a forbidden attribute is found when the file is checked, not per run."""
+    from jinja2 import TemplateError
+
+    from app.judges.prompts import call_variables, render_messages, run_view, split_windows, taxonomy_vars
+
+    view = run_view(_SAMPLE_RUN, taxonomy_vars(_SAMPLE_TAX, "t", 1))
+    win = split_windows(view.lines, 10 ** 6, 0)[0]
+    kinds = {"all-at-once": [("labels", "labels", {})],
+             "per-agent": [("agent", "labels", {"focus_agent": view.agents[0]})],
+             "per-mode": [("mode", "present", {"focus_mode": view.modes[0]})],
+             "attribution-all-at-once": [("attribution", "attribution", {})],
+             "attribution-step-by-step": [("step", "attribution_nullable", {"step": {"seq": 1, "actor": "a2"}})],
+             "attribution-binary-search": [("segment", "attribution", {"segment": {"first_seq": 0, "last_seq": 1}})],
+             }
+    kinds["attribution-hybrid"] = kinds["attribution-all-at-once"] + [
+        ("step", "attribution_nullable", {"step": {"seq": 1, "actor": "a2"}, "suspect": "a2"})]
+    for kind, answer, extras in kinds[definition["strategy"]]:
+        for key in ("system", "user"):
+            try:
+                render_messages({"system": definition["prompts"]["system"] if key == "system" else "",
+                                 "user": definition["prompts"]["user"] if key == "user" else ""},
+                                call_variables(view, win, kind=kind, answer=answer, **extras))
+            except TemplateError as exc:
+                line = getattr(exc, "lineno", None)
+                raise JudgeFileError(f"{where}: prompts.{key}:{f' line {line}:' if line else ''} "
+                                     f"{type(exc).__name__}: {exc}") from None
 
 
 def split_ref(ref: str) -> tuple[str, str | None]:

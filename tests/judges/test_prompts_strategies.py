@@ -62,16 +62,17 @@ def test_per_agent_prompt_shows_only_that_agents_private_state_and_its_principal
 
 
 def test_templates_are_sandboxed_and_strict():
+    from app.judges.schema import JudgeFileError
+
     view = _view()
-    defn = _defn(extra="prompts: {user: \"{{ run.__class__.__mro__ }}\"}\n")
-    with pytest.raises(jinja2.exceptions.SecurityError):
-        _prompt(view, defn)
-    defn = _defn(extra="prompts: {user: \"{{ ''.__class__.__base__.__subclasses__() }}\"}\n")
-    with pytest.raises((jinja2.exceptions.SecurityError, jinja2.exceptions.UndefinedError)):
-        _prompt(view, defn)
-    defn = _defn(extra="prompts: {user: \"{{ no_such_variable }}\"}\n")
-    with pytest.raises(jinja2.exceptions.UndefinedError):
-        _prompt(view, defn)
+    defn = _defn()
+    for text, err in (("{{ run.__class__.__mro__ }}", jinja2.exceptions.SecurityError),
+                      ("{{ ''.__class__.__base__.__subclasses__() }}", jinja2.exceptions.SecurityError),
+                      ("{{ no_such_variable }}", jinja2.exceptions.UndefinedError)):
+        with pytest.raises(err):
+            _prompt(view, dict(defn, prompts={"system": "s", "user": text}))
+        with pytest.raises(JudgeFileError, match="prompts.user: "):  # found when the file is checked
+            _defn(extra=f"prompts: {{user: \"{text}\"}}\n")
 
 
 def test_split_windows_rule():

@@ -30,6 +30,8 @@ def test_minimal_file_gets_every_default_and_the_builtin_prompts():
     ("sampling: {temperature: 5}\n", "sampling.temperature:"),
     ("output: xml\n", "output: must be one of json_schema, tools, text, got 'xml'"),
     ("prompts: {user: '{% if %}'}\n", "prompts.user: template error at line 1"),
+    ("prompts: {user: '{{ trace }} {{ traec }}'}\n", "prompts.user: UndefinedError: 'traec' is undefined"),
+    ("prompts: {system: '{{ run.__class__ }}'}\n", "prompts.system: SecurityError"),
 ])
 def test_bad_keys_are_named(extra, message):
     with pytest.raises(JudgeFileError) as e:
