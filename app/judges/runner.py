@@ -348,8 +348,10 @@ class _Store:
         self.engine, self.judge_run_id = engine, judge_run_id
         self.writer = ThreadPoolExecutor(1, thread_name_prefix="judge-writer")
         self.reader = ThreadPoolExecutor(1, thread_name_prefix="judge-reader")
+        self.cacher = ThreadPoolExecutor(1, thread_name_prefix="judge-cache")
         self.wsession = Session(engine, expire_on_commit=False)
         self.rsession = Session(engine)
+        self.csession = Session(engine)
         self.ctx: dict[str, Any] = {}
 
     def close(self) -> None:
@@ -358,8 +360,9 @@ class _Store:
 
         self.writer.submit(_close, self.wsession).result()
         self.reader.submit(_close, self.rsession).result()
-        self.writer.shutdown()
-        self.reader.shutdown()
+        self.cacher.submit(_close, self.csession).result()
+        for pool in (self.writer, self.reader, self.cacher):
+            pool.shutdown()
 
 
 async def _run(engine: Engine, judge_run_id: int, progress: Callable[[Progress], None] | None,
@@ -390,7 +393,7 @@ async def _run(engine: Engine, judge_run_id: int, progress: Callable[[Progress],
         async def cache_get(key: str):
             if key in pending_cache:
                 return pending_cache[key]
-            return await loop.run_in_executor(store.reader, service.cache_lookup, store.rsession, key)
+            return await loop.run_in_executor(store.cacher, service.cache_lookup, store.csession, key)
 
         def cache_put(key: str, text: str, tin: int, tout: int) -> None:
             pending_cache[key] = (text, tin, tout)

@@ -72,7 +72,8 @@ def list_judges(session: SessionDep, user: ReviewerUser) -> dict[str, Any]:
 
 
 @router.post("/{name}/runs", summary="Launch a judge run", status_code=202,
-             responses={**NOT_FOUND, 409: {"description": "a judge run of this version is still going"},
+             responses={**NOT_FOUND, 200: {"description": "with `dry_run`: the estimate, nothing started"},
+                        409: {"description": "a judge run of this version is still going"},
                         422: {"description": "unknown run or batch, or the estimate exceeds the cost cap"}},
              description="Stores a judge run over the selection (runs already judged by this version at their "
                          "current content are skipped) as `queued` and starts it outside the request. Answers 202 "

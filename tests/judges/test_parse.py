@@ -3,7 +3,14 @@ from __future__ import annotations
 
 import pytest
 
-from app.judges.parse import AnswerError, RunFacts, extract_json, parse_attribution, parse_labels, parse_present
+from app.judges.parse import (
+    AnswerError,
+    RunFacts,
+    extract_json,
+    parse_attribution,
+    parse_labels,
+    parse_present,
+)
 
 FACTS = RunFacts(modes=["CF1", "GR3", "DD1"], agents=["buyer_agent", "seller_agent"], seqs={0, 1, 2, 3, 12})
 

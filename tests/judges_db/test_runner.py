@@ -33,7 +33,7 @@ def _judge_labels(session, name):
         .join(User, User.id == Annotation.user_id).join(Label, Label.annotation_id == Annotation.id, isouter=True)
         .where(User.username == f"judge:{name}")).all()
     out: dict[str, list] = {}
-    for rid, mode, agent, ev, note in rows:
+    for rid, mode, agent, ev, _note in rows:
         out.setdefault(rid, [])
         if agent is not None:
             out[rid].append((mode, agent, tuple(ev)))

@@ -15,7 +15,7 @@ from app.judges import service
 from app.runs.service import get_run
 from tests.annotations.factories import make_user
 from tests.judges.helpers import judge_file, load_demo, truth_answer, truth_of
-from tests.judges.standin import Reply, StandIn, answer
+from tests.judges.standin import StandIn, answer
 
 N = 40
 
