@@ -17,7 +17,7 @@ The variables every template gets are listed in docs/judges.md; in short:
   ``segment`` (binary search: first_seq, last_seq), ``suspect`` (hybrid);
 * ``task``: the built-in instruction for this call and ``answer_format``: the JSON shape to answer.
 
-The trace comes from the run page's own view model (`app.web.trace.build_trace`), without the demo's
+Events are placed in lanes by the run page's own rules (`app.web.trace`), without the demo's
 seeded truth and without the run's audits or checks (other judges' verdicts are not evidence).
 """
 from __future__ import annotations
@@ -27,6 +27,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+import orjson
 from jinja2 import StrictUndefined
 from jinja2.sandbox import SandboxedEnvironment
 
@@ -118,7 +119,10 @@ def estimate_tokens(text: str) -> int:
 
 
 def _compact(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str, sort_keys=True)
+    try:
+        return orjson.dumps(value, option=orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS).decode()
+    except TypeError:
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str, sort_keys=True)
 
 
 # --------------------------------------------------------------------------- the run as prompt data
@@ -194,33 +198,38 @@ def _event_line(e: dict[str, Any], p_name: dict[str, str]) -> str:
 
 
 def run_view(run: dict[str, Any], tax: dict[str, Any], *, success_threshold: float = 0.5) -> RunView:
-    """Prepare a canonical run (as `app.runs.service.to_canonical` gives it) for prompting. The
-    demo's seeded truth and the run's audits and checks are left out."""
-    from app.web.trace import build_trace
+    """Prepare a canonical run (as `app.runs.service.to_canonical` gives it) for prompting, placing
+    every event in its lane with the run page's own rules (`app.web.trace.build_lanes` and
+    `place_event`). The demo's seeded truth and the run's audits and checks are left out."""
+    from app.web.trace import build_lanes, place_event
 
-    clean = {k: v for k, v in run.items() if k not in ("audits", "checks")}
-    view = build_trace(clean, show_demo_truth=False, success_threshold=success_threshold, fold_chars=10 ** 9,
-                       fold_lines=10 ** 9)
-    p_name = {p["id"]: p["name"] for p in view["principals"]}
-    p_by_id = {p["id"]: p for p in view["principals"]}
-    raw_events = {e["seq"]: e for e in run.get("events") or []}
+    principals_in = list(run.get("principals") or [])
+    agents_in = list(run.get("agents") or [])
+    lanes = build_lanes(agents_in, principals_in)
+    lane_of = {lane["agent"]: lane["index"] for lane in lanes}
+    principal_agents: dict[str, list[str]] = {p["id"]: [] for p in principals_in}
+    for a in agents_in:
+        if a.get("principal") in principal_agents:
+            principal_agents[a["principal"]].append(a["id"])
+    p_name = {p["id"]: (p.get("name") or p["id"]) for p in principals_in}
     lines = []
-    for ev in view["events"]:
+    for ev in sorted(run.get("events") or [], key=lambda e: e["seq"]):
         e = dict(ev)
-        e["data"] = (raw_events.get(ev["seq"]) or {}).get("data")
+        e.update(place_event(ev, lane_of, principal_agents, len(lanes)))
         lines.append((ev["seq"], ev["actor"], _event_line(e, p_name)))
+    p_by_id = {p["id"]: p for p in principals_in}
     agents = []
-    for a in view["agents"]:
+    for a in agents_in:
         p = p_by_id.get(a.get("principal")) or {}
         agents.append({"id": a["id"], "role": a.get("role"), "model": a.get("model"), "principal": a.get("principal"),
-                       "principal_name": a.get("principal_name"), "objective": p.get("objective"),
-                       "constraints": list(p.get("constraints") or []),
+                       "principal_name": p_name.get(a.get("principal")) if a.get("principal") else None,
+                       "objective": p.get("objective"), "constraints": list(p.get("constraints") or []),
                        "private_state": _compact(a.get("private_state") or {})})
-    principals = [{"id": p["id"], "name": p["name"], "kind": p.get("kind"), "objective": p.get("objective"),
-                   "constraints": list(p.get("constraints") or [])} for p in view["principals"]]
-    sc = view["scenario"]
+    principals = [{"id": p["id"], "name": p_name[p["id"]], "kind": p.get("kind"), "objective": p.get("objective"),
+                   "constraints": list(p.get("constraints") or [])} for p in principals_in]
+    sc = run.get("scenario") or {}
     base = {"taxonomy": tax,
-            "run": {"run_id": view["run_id"], "status": view["status"],
+            "run": {"run_id": run["run_id"], "status": run.get("status"),
                     "scenario": {k: sc.get(k) for k in ("id", "family", "alignment", "title", "description")}},
             "principals": principals, "agents": agents,
             "lanes_text": "Lanes: " + "; ".join(

@@ -345,11 +345,13 @@ class _Store:
     def __init__(self, engine: Engine, judge_run_id: int):
         from sqlmodel import Session
 
+        from app.core.db import write_bind
+
         self.engine, self.judge_run_id = engine, judge_run_id
         self.writer = ThreadPoolExecutor(1, thread_name_prefix="judge-writer")
         self.reader = ThreadPoolExecutor(1, thread_name_prefix="judge-reader")
         self.cacher = ThreadPoolExecutor(1, thread_name_prefix="judge-cache")
-        self.wsession = Session(engine, expire_on_commit=False)
+        self.wsession = Session(write_bind(engine), expire_on_commit=False)  # SQLite: BEGIN IMMEDIATE
         self.rsession = Session(engine)
         self.csession = Session(engine)
         self.ctx: dict[str, Any] = {}
@@ -363,6 +365,16 @@ class _Store:
         self.cacher.submit(_close, self.csession).result()
         for pool in (self.writer, self.reader, self.cacher):
             pool.shutdown()
+
+
+def _report(progress: Callable[[Progress], None] | None, prog: Progress) -> None:
+    """Call the progress callback; a failing callback is logged, never the run's end."""
+    if progress is None:
+        return
+    try:
+        progress(prog)
+    except Exception:  # noqa: BLE001
+        log.exception("judge progress callback failed")
 
 
 async def _run(engine: Engine, judge_run_id: int, progress: Callable[[Progress], None] | None,
@@ -451,6 +463,8 @@ async def _run(engine: Engine, judge_run_id: int, progress: Callable[[Progress],
             asker = Asker(endpoint, defn, view, rid)
             out = ResultOut(rid, item["run_pk"], item["run_id"], None)
             try:
+                if view is None:
+                    raise CallFailed("the run is no longer stored")
                 out.outcome = await judge(defn, view, asker)
             except AnswerFailed as exc:
                 out.error, out.raw = str(exc), exc.raw
@@ -476,8 +490,7 @@ async def _run(engine: Engine, judge_run_id: int, progress: Callable[[Progress],
                 prog.error += 1
             else:
                 prog.done += 1
-            if progress is not None:
-                progress(prog)
+            _report(progress, prog)
             if cap is not None and prog.cost >= float(cap) and not stop.is_set():
                 stop_reason.append(f"the cost cap ({cap}) was reached at {prog.cost:.4f}")
                 stop.set()
@@ -492,13 +505,12 @@ async def _run(engine: Engine, judge_run_id: int, progress: Callable[[Progress],
                 await judge_one(*got)
 
         workers_n = int(defn["limits"]["concurrency"])
-        if progress is not None:
-            progress(prog)
+        _report(progress, prog)
         feeder = asyncio.create_task(feed())
         flusher_task = asyncio.create_task(flusher())
         workers = [asyncio.create_task(worker()) for _ in range(workers_n)]
         stopper = asyncio.create_task(stop.wait())
-        done_all = asyncio.gather(*workers)
+        done_all = asyncio.gather(*workers, return_exceptions=True)
         await asyncio.wait([done_all, stopper], return_when=asyncio.FIRST_COMPLETED)
         if stop.is_set():
             for w in workers:
@@ -517,8 +529,7 @@ async def _run(engine: Engine, judge_run_id: int, progress: Callable[[Progress],
         await flush(final=True)
         await loop.run_in_executor(store.writer, service.runner_finish, store.wsession, judge_run_id, prog.state,
                                    reason if prog.state == "error" else None)
-        if progress is not None:
-            progress(prog)
+        _report(progress, prog)
         return prog
     finally:
         store.close()

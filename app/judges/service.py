@@ -72,8 +72,11 @@ def register(session: Session, text: str, where: str = "judge file") -> tuple[Ju
     """Store a judge file as a version of its judge (created: True when the version is new). The
     same version registered again keeps its results; its operational settings (endpoint address,
     limits, prices, description) are updated. The caller commits."""
+    from app.core.db import begin_write
+
     jd = check_text(session, text, where)
     tax = _taxonomy(session, jd.definition["taxonomy"])
+    begin_write(session)
     row = session.exec(select(JudgeVersion).where(JudgeVersion.name == jd.name,
                                                   JudgeVersion.version == jd.version)).first()
     if row is not None:
@@ -164,18 +167,52 @@ def _setup_vars(session: Session, jv: JudgeVersion) -> dict[str, Any]:
             "threshold": get_settings().success_threshold, "taxonomy_pk": tax.id}
 
 
+def prompt_runs(session: Session, run_pks: list[int]) -> dict[int, dict[str, Any]]:
+    """What a prompt shows of each run (run id, status, scenario, principals, agents, events, in
+    the canonical shape), read for many runs in one query per table."""
+    from app.runs.models import Agent, Event, Principal, Scenario
+    from app.runs.service import scenario_dict
+
+    if not run_pks:
+        return {}
+    rows = session.execute(select(Run.id, Run.run_id, Run.status, Run.scenario_id, Run.scenario_override)
+                           .where(Run.id.in_(run_pks))).all()
+    scenarios: dict[str, dict[str, Any]] = {}
+    out: dict[int, dict[str, Any]] = {}
+    for pk, rid, status, sc_id, override in rows:
+        if override is None and sc_id not in scenarios:
+            sc = session.get(Scenario, sc_id)
+            scenarios[sc_id] = scenario_dict(sc) if sc is not None else {"id": sc_id}
+        out[pk] = {"run_id": rid, "status": status, "scenario": dict(override) if override is not None
+                   else scenarios[sc_id], "principals": [], "agents": [], "events": []}
+    for pk, pid, name, kind, objective, constraints in session.execute(
+            select(Principal.run_pk, Principal.principal_id, Principal.name, Principal.kind, Principal.objective,
+                   Principal.constraints).where(Principal.run_pk.in_(run_pks)).order_by(Principal.run_pk,
+                                                                                        Principal.position)):
+        out[pk]["principals"].append({"id": pid, "name": name, "kind": kind, "objective": objective,
+                                      "constraints": list(constraints or [])})
+    for pk, aid, principal, role, model, state in session.execute(
+            select(Agent.run_pk, Agent.agent_id, Agent.principal_id, Agent.role, Agent.model, Agent.private_state)
+            .where(Agent.run_pk.in_(run_pks)).order_by(Agent.run_pk, Agent.position)):
+        out[pk]["agents"].append({"id": aid, "principal": principal, "role": role, "model": model,
+                                  "private_state": dict(state or {})})
+    for pk, seq, kind, actor, recips, vis, content, data in session.execute(
+            select(Event.run_pk, Event.seq, Event.kind, Event.actor, Event.recipients, Event.visibility,
+                   Event.content, Event.data).where(Event.run_pk.in_(run_pks)).order_by(Event.run_pk, Event.seq)):
+        out[pk]["events"].append({"seq": seq, "kind": kind, "actor": actor, "recipients": list(recips or []),
+                                  "visibility": vis, "content": content, "data": data})
+    return out
+
+
 def load_views(session: Session, setup: dict[str, Any], items: list[dict[str, Any]]) -> list[Any]:
     """The prompt data of each item's run (None for a run no longer stored)."""
     from app.judges.prompts import run_view
-    from app.runs.service import to_canonical
 
-    out = []
-    for item in items:
-        row = session.get(Run, item["run_pk"])
-        out.append(None if row is None else run_view(to_canonical(session, row), setup["taxonomy_vars"],
-                                                     success_threshold=setup["threshold"]))
+    runs = prompt_runs(session, [item["run_pk"] for item in items])
     session.expunge_all()
-    return out
+    return [None if item["run_pk"] not in runs else
+            run_view(runs[item["run_pk"]], setup["taxonomy_vars"], success_threshold=setup["threshold"])
+            for item in items]
 
 
 def estimate(session: Session, jv: JudgeVersion, run_pks: list[int]) -> dict[str, Any]:
@@ -232,6 +269,15 @@ def plan(session: Session, jv: JudgeVersion, *, run_ids: Iterable[str] | None = 
     """A queued judge run over the selection (see `select_pending`); refuses when the estimate
     exceeds the judge's cost cap, or another judge run of this version is still working. Runs left
     half done by an interrupted judge run are taken over. The caller commits."""
+    from app.core.db import begin_write
+
+    pending, skipped = select_pending(session, jv, run_ids=run_ids, batch=batch, limit=limit)
+    est = estimate(session, jv, [pk for pk, _, _ in pending]) if check_cap and \
+        jv.definition["limits"].get("cost_cap") is not None else {}
+    if est.get("over_cap"):
+        raise JudgeError(f"the estimated cost {est['cost']:.4f} for {est['runs']} runs exceeds the judge's cost cap "
+                         f"{est['cost_cap']}")
+    begin_write(session)  # SQLite: the write lock from here on (the estimate above only read)
     now = utcnow()
     for other in session.exec(select(JudgeRun).where(JudgeRun.judge_version_id == jv.id,
                                                      JudgeRun.state.in_(("queued", "running")))).all():
@@ -244,12 +290,6 @@ def plan(session: Session, jv: JudgeVersion, *, run_ids: Iterable[str] | None = 
             raise JudgeError(f"judge run {other.id} of {jv.name}@{jv.version} is queued; cancel it first")
         other.state, other.error, other.finished_at = "error", "interrupted (its runs were taken over)", now
         session.add(other)
-    pending, skipped = select_pending(session, jv, run_ids=run_ids, batch=batch, limit=limit)
-    est = estimate(session, jv, [pk for pk, _, _ in pending]) if check_cap and \
-        jv.definition["limits"].get("cost_cap") is not None else {}
-    if est.get("over_cap"):
-        raise JudgeError(f"the estimated cost {est['cost']:.4f} for {est['runs']} runs exceeds the judge's cost cap "
-                         f"{est['cost_cap']}")
     jr = JudgeRun(judge_version_id=jv.id, state="queued", total=len(pending), n_skipped=skipped, estimate=est,
                   selection={"run_ids": list(run_ids) if run_ids else None, "batch": batch, "limit": limit},
                   created_by=user.id if user is not None else None, heartbeat_at=now)
@@ -276,6 +316,10 @@ def plan(session: Session, jv: JudgeVersion, *, run_ids: Iterable[str] | None = 
 
 def cancel(session: Session, jr: JudgeRun) -> JudgeRun:
     """Ask a judge run to stop (a queued one stops at once); the caller commits."""
+    from app.core.db import begin_write
+
+    begin_write(session)
+    session.refresh(jr)
     if jr.state in ("done", "error", "cancelled"):
         raise JudgeError(f"judge run {jr.id} has already ended ({jr.state})")
     jr.cancel_requested = True
