@@ -391,7 +391,7 @@ async def _run(engine: Engine, judge_run_id: int, progress: Callable[[Progress],
         pending_results: list[ResultOut] = []
         pending_cache: dict[str, tuple[str, int, int]] = {}
         stop = asyncio.Event()
-        stop_reason: list[str] = []
+        stop_reason: list[str] = ["cancelled"] if setup.get("cancelled") else []
         cap = defn["limits"].get("cost_cap")
         lock = asyncio.Lock()
 

@@ -411,7 +411,7 @@ def runner_setup(session: Session, judge_run_id: int) -> dict[str, Any]:
     session.add(jr)
     session.commit()
     setup.update(items=items, total=len(items), done=0, judge_run_id=jr.id, judge_version_id=jv.id,
-                 version=jv.version, name=jv.name, user_id=user.id)
+                 version=jv.version, name=jv.name, user_id=user.id, cancelled=bool(jr.cancel_requested))
     return setup
 
 

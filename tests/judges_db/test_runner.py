@@ -275,3 +275,19 @@ def test_dry_run_estimate_and_cost_cap(engine, monkeypatch, tmp_path):
         assert s.exec(select(JudgeRun)).all() == [] and s.exec(select(JudgeResult)).all() == []
     r = CliRunner().invoke(cli, ["judge", "list"])
     assert r.exit_code == 0 and r.output.startswith("tj\t") and "judged 0" in r.output
+
+
+def test_cancelled_before_it_starts(engine):
+    load_demo(engine, 3)
+    jv, jr = _register_plan(engine, judge_file("http://127.0.0.1:9/v1"))
+    with Session(engine) as s:
+        j = service.cancel(s, s.get(JudgeRun, jr))
+        assert j.state == "cancelled"
+        s.commit()
+    prog = service.execute(engine, jr)  # nothing is asked (the endpoint is not even listening)
+    assert prog.state == "cancelled" and prog.calls == 0
+    with Session(engine) as s:
+        assert s.get(JudgeRun, jr).state == "cancelled"
+        assert {r.state for r in s.exec(select(JudgeResult)).all()} == {"queued"}
+        with pytest.raises(service.JudgeError, match="already ended"):
+            service.cancel(s, s.get(JudgeRun, jr))
