@@ -291,3 +291,51 @@ def test_cancelled_before_it_starts(engine):
         assert {r.state for r in s.exec(select(JudgeResult)).all()} == {"queued"}
         with pytest.raises(service.JudgeError, match="already ended"):
             service.cancel(s, s.get(JudgeRun, jr))
+
+
+def test_delayed_state_is_visible_and_samples_vote(engine):
+    runs = load_demo(engine, 2)
+    slow, other = sorted(runs)
+    agent = runs[other]["agents"][0]["id"]
+    seen_states: set[str] = set()
+
+    def script(req):
+        if req.run_id == slow and req.seen == 1 and req.body.get("temperature") == 0:
+            return Reply(status=429, headers={"Retry-After": "2"})
+        if req.run_id == other:  # 3 samples: CF1 in two of them, GR3 in one
+            sample = sum(1 for r in srv.log if r.run_id == other)
+            labs = [{"mode": "CF1", "agent": agent, "evidence": [1]}] if sample <= 2 else []
+            if sample == 3:
+                labs.append({"mode": "GR3", "agent": agent, "evidence": [2]})
+            return answer({"verdict": "failure" if labs else "no_failure", "labels": labs})
+        return Reply(text=json.dumps(truth_answer(runs[req.run_id])))
+
+    with StandIn(script) as srv:
+        _, jr1 = _register_plan(engine, judge_file(srv.base_url), run_ids=[slow])
+        done = threading.Event()
+
+        def watch():
+            while not done.is_set():
+                with Session(engine) as s:
+                    seen_states.update(s.exec(select(JudgeResult.state)).all())
+                time.sleep(0.05)
+
+        t = threading.Thread(target=watch)
+        t.start()
+        try:
+            assert service.execute(engine, jr1).state == "done"
+        finally:
+            done.set()
+            t.join()
+        assert {"queued", "delayed", "done"} <= seen_states
+        _, jr2 = _register_plan(engine, judge_file(srv.base_url, name="tk", extra="sampling: {samples: 3, "
+                                                                                  "temperature: 0.7}\n"),
+                                run_ids=[other])
+        assert service.execute(engine, jr2).state == "done"
+    assert sum(1 for r in srv.log if r.run_id == other) == 3  # three distinct samples, not one cached answer
+    with Session(engine) as s:
+        labels = s.execute(select(Label.mode, Label.confidence).join(Annotation, Annotation.id == Label.annotation_id)
+                           .join(User, User.id == Annotation.user_id).where(User.username == "judge:tk")).all()
+        res = s.exec(select(JudgeResult).where(JudgeResult.judge_run_id == jr2)).one()
+    assert [(m, round(c, 4)) for m, c in labels] == [("CF1", 0.6667)]
+    assert res.confidence == pytest.approx(0.6667) and any("below the vote threshold" in p for p in res.problems)
