@@ -339,3 +339,20 @@ def test_delayed_state_is_visible_and_samples_vote(engine):
         res = s.exec(select(JudgeResult).where(JudgeResult.judge_run_id == jr2)).one()
     assert [(m, round(c, 4)) for m, c in labels] == [("CF1", 0.6667)]
     assert res.confidence == pytest.approx(0.6667) and any("below the vote threshold" in p for p in res.problems)
+
+
+def test_requests_per_minute_limit_is_shared(engine):
+    runs = load_demo(engine, 33)
+
+    def script(req):
+        return Reply(text=json.dumps(truth_answer(runs[req.run_id])))
+
+    with StandIn(script) as srv:
+        # a bucket of 30 requests a minute: 30 at once, then one every 2 s
+        _, jr = _register_plan(engine, judge_file(srv.base_url, extra="limits: {concurrency: 8, "
+                                                                        "requests_per_minute: 30}\n"))
+        t0 = time.monotonic()
+        prog = service.execute(engine, jr)
+        elapsed = time.monotonic() - t0
+    assert prog.state == "done" and prog.done == 33 and len(srv.log) == 33
+    assert elapsed >= 4.0  # requests 31 to 33 waited for the bucket
