@@ -25,6 +25,7 @@ SECTIONS = (
     ("Reports", "bench_reports"),
     ("Run page", "bench_run_page"),
     ("Detectors", "bench_detectors"),
+    ("Judges", "bench_judges"),
     ("Server", "bench_server"),
 )
 

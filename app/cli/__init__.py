@@ -21,6 +21,7 @@ COMMANDS = [
     ("app.cli.report", "report"),
     ("app.cli.agreement", "agreement"),
     ("app.cli.detect", "detect"),
+    ("app.cli.judge", "judge"),
     ("app.cli.record", "record"),
     ("app.cli.inspect", "inspect_cmd"),
     ("app.cli.estimate", "estimate"),

@@ -38,6 +38,8 @@ class Case:
 
 
 LABEL = {"mode": "DD1", "agent": "buyer_agent", "evidence": [1]}
+JUDGE_FILE = ("judge: 1\nname: tj\nendpoint: {base_url: \"http://127.0.0.1:9/v1\", model: m, api_key_env: K}\n"
+              "taxonomy: a2-failures\nstrategy: all-at-once\n")
 IMPORT_CSV = "annotator,run_id,mode,agent,evidence\nllm-x,r1,VF1,buyer_agent,1\n"
 
 #: (METHOD, path template) -> Case. "{spare}" in a URL is replaced by the id of a spare user.
@@ -142,6 +144,23 @@ ROUTES: dict[tuple[str, str], Case] = {
     ("POST", "/admin/detectors/hints"): Case("/admin/detectors/hints", ADMIN, ok=303, send={
         "data": {"batch": "no-such-batch", "on": "true"}}),
     ("GET", "/admin/capture"): Case("/admin/capture", ADMIN),
+    # LLM judges (reviewers and admins; launches here are dry runs: nothing is started)
+    ("POST", "/api/v1/judges"): Case("/api/v1/judges", REVIEWER, ok=201, send={"json": {"file": JUDGE_FILE}}),
+    ("GET", "/api/v1/judges"): Case("/api/v1/judges", REVIEWER),
+    ("POST", "/api/v1/judges/{name}/runs"): Case("/api/v1/judges/tj/runs", REVIEWER, send={"json": {"dry_run": True}}),
+    ("GET", "/api/v1/judges/{name}/runs"): Case("/api/v1/judges/tj/runs", REVIEWER),
+    ("GET", "/api/v1/judges/{name}/runs/{run_id}"): Case("/api/v1/judges/tj/runs/999", REVIEWER, ok=404),
+    ("POST", "/api/v1/judges/{name}/runs/{run_id}/cancel"): Case("/api/v1/judges/tj/runs/999/cancel", REVIEWER,
+                                                                ok=404),
+    ("GET", "/api/v1/judges/{name}/results"): Case("/api/v1/judges/tj/results", REVIEWER),
+    ("GET", "/api/v1/judges/{name}/score"): Case("/api/v1/judges/tj/score?n_boot=0", REVIEWER),
+    ("GET", "/judges"): Case("/judges", REVIEWER),
+    ("POST", "/judges/define"): Case("/judges/define", REVIEWER, ok=303, send={"data": {"file": JUDGE_FILE}}),
+    ("POST", "/judges/launch"): Case("/judges/launch", REVIEWER, ok=303, send={"data": {"judge": "tj",
+                                                                                      "dry_run": "1"}}),
+    ("POST", "/judges/{name}/runs/{run_id}/cancel"): Case("/judges/tj/runs/999/cancel", REVIEWER, ok=303),
+    ("GET", "/judges/{name}"): Case("/judges/tj", REVIEWER),
+    ("GET", "/judges/{name}/runs/{run_id:path}"): Case("/judges/tj/runs/r1", REVIEWER),
     # OTLP/HTTP ingestion takes Bearer tokens only (as exporters send them), so every cookie session
     # here gets 401; token access by role is tested in tests/capture/test_otlp_endpoint.py
     ("POST", "/v1/traces"): Case("/v1/traces", PUBLIC, ok=401, send={

@@ -1,0 +1,541 @@
+"""The judge runner: asyncio, the official `openai` client, bounded concurrency, rate limits,
+retries, a response cache, per-run state, cancellation and resumption.
+
+`execute(engine, judge_run_id)` is a plain blocking function (so a job system can wrap it): it
+runs an event loop in the calling thread and
+
+* reads the runs of the judge run (its ``queued`` results) in a reader thread, ahead of the
+  workers, and prepares their prompt data (`app.judges.prompts.run_view`);
+* lets ``limits.concurrency`` workers judge runs; every request also passes one shared
+  semaphore of that size and the shared `aiolimiter` buckets for requests and tokens per
+  minute (``limits.requests_per_minute`` / ``tokens_per_minute``; 0 = unlimited);
+* retries (``limits.retries`` times, `tenacity`) on 429, 408, 409, 5xx, timeouts and lost
+  connections, waiting what ``Retry-After`` (or ``retry-after-ms``) says when the server says it,
+  else exponential backoff with full jitter between ``backoff_initial_seconds`` and
+  ``backoff_max_seconds``; while it waits the run's state is ``delayed``;
+* answers a request from the cache (`judge_cache`, keyed by the sha256 of model, messages,
+  parameters and sample number) when it was answered before, and stores every new answer there;
+* retries an answer that is not the contract's JSON object once, showing the model the parse
+  error; a second failure makes the run's result ``error`` with the raw text kept;
+* writes results, calls and judge annotations in a writer thread, in batches (one transaction
+  per batch), and updates the judge run's counters and heartbeat there; a judge run whose
+  ``cancel_requested`` is set (or whose `cancel` event is set) stops: runs in flight go back to
+  ``queued`` and the judge run ends ``cancelled``; reaching ``limits.cost_cap`` stops it the same
+  way, ending ``error``.
+"""
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import logging
+import os
+import random
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from email.utils import parsedate_to_datetime
+from typing import Any
+
+from sqlalchemy.engine import Engine
+
+from app.judges.parse import SCHEMAS, AnswerError, extract_json
+from app.judges.prompts import call_variables, estimate_tokens, render_messages
+from app.judges.strategies import CallSpec, Outcome, judge
+
+log = logging.getLogger("a2annotate.judges")
+
+FLUSH_SECONDS = 0.25
+FLUSH_ITEMS = 64
+RETRY_STATUS = {408, 409, 429}
+MAX_RETRY_AFTER = 600.0
+
+
+class CallFailed(RuntimeError):
+    """A request that failed for good (retries used up, or an error not worth retrying)."""
+
+    def __init__(self, message: str, stat: CallStat | None = None):
+        super().__init__(message)
+        self.stat = stat
+
+
+class AnswerFailed(RuntimeError):
+    """An answer that could not be parsed, twice; `raw` is the model's last text."""
+
+    def __init__(self, message: str, raw: str | None):
+        super().__init__(message)
+        self.raw = raw
+
+
+class CostCapReached(RuntimeError):
+    pass
+
+
+@dataclass
+class CallStat:
+    position: int
+    request_key: str
+    cached: bool = False
+    status: str = "ok"
+    attempts: int = 0
+    tokens_in: int = 0
+    tokens_out: int = 0
+    latency_ms: int = 0
+    cost: float = 0.0
+    error: str | None = None
+
+
+@dataclass
+class ResultOut:
+    """What a worker hands the writer for one run."""
+
+    result_id: int
+    run_pk: int
+    run_id: str
+    outcome: Outcome | None
+    calls: list[CallStat] = field(default_factory=list)
+    error: str | None = None
+    raw: str | None = None
+
+
+# --------------------------------------------------------------------------- the request side
+
+def request_key(payload: dict[str, Any]) -> str:
+    text = json.dumps(payload, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def retry_after_seconds(exc: BaseException) -> float | None:
+    """What the server asked us to wait, from ``retry-after-ms`` or ``Retry-After`` (seconds or an
+    HTTP date); None when it said nothing usable."""
+    response = getattr(exc, "response", None)
+    headers = getattr(response, "headers", None)
+    if headers is None:
+        return None
+    ms = headers.get("retry-after-ms")
+    if ms is not None:
+        try:
+            return max(0.0, min(float(ms) / 1000, MAX_RETRY_AFTER))
+        except ValueError:
+            pass
+    value = headers.get("retry-after")
+    if value is None:
+        return None
+    try:
+        return max(0.0, min(float(value), MAX_RETRY_AFTER))
+    except ValueError:
+        pass
+    try:
+        when = parsedate_to_datetime(value)
+        return max(0.0, min(when.timestamp() - time.time(), MAX_RETRY_AFTER))
+    except (TypeError, ValueError, IndexError):
+        return None
+
+
+def retryable(exc: BaseException) -> bool:
+    import openai
+
+    if isinstance(exc, (openai.APITimeoutError, openai.APIConnectionError)):
+        return True
+    if isinstance(exc, openai.APIStatusError):
+        return exc.status_code in RETRY_STATUS or exc.status_code >= 500
+    return False
+
+
+def _describe(exc: BaseException) -> str:
+    import openai
+
+    if isinstance(exc, openai.APIStatusError):
+        return f"HTTP {exc.status_code}: {str(exc.message)[:300]}"
+    if isinstance(exc, openai.APITimeoutError):
+        return "the request timed out"
+    if isinstance(exc, openai.APIConnectionError):
+        return f"connection failed: {exc}"
+    return f"{type(exc).__name__}: {exc}"
+
+
+class Endpoint:
+    """One judge's connection: the client, the limits and the accounting of its requests."""
+
+    def __init__(self, defn: dict[str, Any], cache_get: Callable[[str], Any], cache_put: Callable[..., None],
+                 on_state: Callable[[int, str], None]):
+        import openai
+        from aiolimiter import AsyncLimiter
+
+        ep, lim = defn["endpoint"], defn["limits"]
+        self.defn = defn
+        self.client = openai.AsyncOpenAI(base_url=ep["base_url"], api_key=os.environ.get(ep["api_key_env"]) or "unset",
+                                         max_retries=0, timeout=float(lim["timeout_seconds"]))
+        self.semaphore = asyncio.Semaphore(int(lim["concurrency"]))
+        rpm, tpm = int(lim["requests_per_minute"] or 0), int(lim["tokens_per_minute"] or 0)
+        self.requests = AsyncLimiter(rpm, 60) if rpm else None
+        self.tokens = AsyncLimiter(tpm, 60) if tpm else None
+        self.tpm = tpm
+        self.cache_get, self.cache_put, self.on_state = cache_get, cache_put, on_state
+        self.price_in = float(defn["prices"]["input_per_million"]) / 1e6
+        self.price_out = float(defn["prices"]["output_per_million"]) / 1e6
+
+    async def close(self) -> None:
+        await self.client.close()
+
+    def _params(self, answer: str) -> dict[str, Any]:
+        s, out = self.defn["sampling"], self.defn["output"]
+        p: dict[str, Any] = {"model": self.defn["endpoint"]["model"], "temperature": s["temperature"],
+                             "max_tokens": s["max_tokens"]}
+        if s.get("top_p") is not None:
+            p["top_p"] = s["top_p"]
+        if s.get("seed") is not None:
+            p["seed"] = s["seed"]
+        if out == "json_schema":
+            p["response_format"] = {"type": "json_schema",
+                                    "json_schema": {"name": "judge_answer", "schema": SCHEMAS[answer], "strict": True}}
+        elif out == "tools":
+            p["tools"] = [{"type": "function", "function": {"name": "answer", "description": "Give the answer.",
+                                                            "parameters": SCHEMAS[answer]}}]
+            p["tool_choice"] = {"type": "function", "function": {"name": "answer"}}
+        return p
+
+    def _wait(self, retry_state) -> float:
+        exc = retry_state.outcome.exception()
+        lim = self.defn["limits"]
+        said = retry_after_seconds(exc) if exc is not None else None
+        if said is not None:
+            return said + random.uniform(0, min(0.1 * said, 1.0))
+        cap = float(lim["backoff_max_seconds"])
+        base = float(lim["backoff_initial_seconds"]) * (2 ** (retry_state.attempt_number - 1))
+        return random.uniform(0, min(cap, base))  # full jitter
+
+    async def _post(self, params: dict[str, Any], est_tokens: int, result_id: int, stat: CallStat):
+        from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt
+
+        def before_sleep(_state) -> None:
+            self.on_state(result_id, "delayed")
+
+        retrying = AsyncRetrying(stop=stop_after_attempt(int(self.defn["limits"]["retries"]) + 1), wait=self._wait,
+                                 retry=retry_if_exception(retryable), before_sleep=before_sleep, reraise=True)
+        async for attempt in retrying:
+            with attempt:
+                if stat.attempts:
+                    self.on_state(result_id, "running")
+                stat.attempts += 1
+                async with self.semaphore:
+                    if self.requests is not None:
+                        await self.requests.acquire()
+                    if self.tokens is not None:
+                        await self.tokens.acquire(min(est_tokens, self.tpm))
+                    return await self.client.chat.completions.create(**params)
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _content(self, response) -> tuple[str, bool]:
+        choice = response.choices[0] if response.choices else None
+        if choice is None:
+            return "", False
+        msg = choice.message
+        text = msg.content or ""
+        if self.defn["output"] == "tools" and msg.tool_calls:
+            text = msg.tool_calls[0].function.arguments or ""
+        return text, choice.finish_reason == "length"
+
+    async def send(self, messages: list[dict[str, str]], answer: str, sample: int, result_id: int,
+                   position: int) -> tuple[str, CallStat]:
+        """One request (or its cached answer): the text and the call's accounting."""
+        params = self._params(answer)
+        key = request_key({"params": params, "messages": messages, "sample": sample})
+        stat = CallStat(position=position, request_key=key)
+        hit = await self.cache_get(key)
+        if hit is not None:
+            stat.cached, stat.tokens_in, stat.tokens_out = True, hit[1], hit[2]
+            return hit[0], stat
+        est = sum(estimate_tokens(m["content"]) for m in messages) + int(params["max_tokens"])
+        t0 = time.perf_counter()
+        try:
+            response = await self._post({**params, "messages": messages}, est, result_id, stat)
+        except Exception as exc:  # noqa: BLE001 - every failure becomes the call's error
+            stat.latency_ms = int((time.perf_counter() - t0) * 1000)
+            stat.status, stat.error = "error", _describe(exc)
+            raise CallFailed(stat.error, stat) from None
+        finally:
+            if stat.status != "error":
+                stat.latency_ms = int((time.perf_counter() - t0) * 1000)
+        text, cut = self._content(response)
+        usage = getattr(response, "usage", None)
+        stat.tokens_in = int(getattr(usage, "prompt_tokens", 0) or 0) or sum(estimate_tokens(m["content"])
+                                                                             for m in messages)
+        stat.tokens_out = int(getattr(usage, "completion_tokens", 0) or 0) or estimate_tokens(text)
+        stat.cost = stat.tokens_in * self.price_in + stat.tokens_out * self.price_out
+        if cut:
+            stat.error = "the answer was cut at max_tokens (finish_reason length)"
+        else:
+            self.cache_put(key, text, stat.tokens_in, stat.tokens_out)
+        return text, stat
+
+
+class Asker:
+    """The `Ask` of one run: renders each call, sends its samples, parses (one retry on a bad answer)."""
+
+    def __init__(self, endpoint: Endpoint, defn: dict[str, Any], view, result_id: int):
+        self.endpoint, self.defn, self.view, self.result_id = endpoint, defn, view, result_id
+        self.calls: list[CallStat] = []
+        self.last_raw: str | None = None
+
+    async def _send(self, messages: list[dict[str, str]], answer: str, sample: int):
+        try:
+            text, stat = await self.endpoint.send(messages, answer, sample, self.result_id, len(self.calls))
+        except CallFailed as exc:
+            if exc.stat is not None:
+                self.calls.append(exc.stat)
+            raise
+        self.calls.append(stat)
+        return text, stat
+
+    async def _one(self, spec: CallSpec, messages: list[dict[str, str]], sample: int):
+        text, stat = await self._send(messages, spec.answer, sample)
+        self.last_raw = text
+        try:
+            return spec.parse(extract_json(text))
+        except AnswerError as exc:
+            stat.status = "parse_error"
+            stat.error = (stat.error + "; " if stat.error else "") + str(exc)
+            retry = messages + [{"role": "assistant", "content": text},
+                                {"role": "user", "content": f"Your answer could not be used: {exc}. Answer again "
+                                                            "with only the JSON object, in the shape asked for."}]
+            text2, stat2 = await self._send(retry, spec.answer, sample)
+            self.last_raw = text2
+            try:
+                return spec.parse(extract_json(text2))
+            except AnswerError as exc2:
+                stat2.status = "parse_error"
+                stat2.error = (stat2.error + "; " if stat2.error else "") + str(exc2)
+                raise AnswerFailed(f"the answer could not be parsed, twice: {exc2}", text2) from None
+
+    async def __call__(self, spec: CallSpec):
+        variables = call_variables(self.view, spec.window, kind=spec.kind, answer=spec.answer,
+                                   strategy=self.defn["strategy"], **spec.extras)
+        messages = render_messages(self.defn["prompts"], variables)
+        k = int(self.defn["sampling"]["samples"])
+        if k == 1:
+            return [await self._one(spec, messages, 0)]
+        return list(await asyncio.gather(*(self._one(spec, messages, i) for i in range(k))))
+
+
+# --------------------------------------------------------------------------- the run loop
+
+@dataclass
+class Progress:
+    total: int
+    done: int = 0
+    error: int = 0
+    running: int = 0
+    delayed: int = 0
+    calls: int = 0
+    tokens_in: int = 0
+    tokens_out: int = 0
+    cost: float = 0.0
+    state: str = "running"
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+class _Store:
+    """The writer and reader threads, each with its own session."""
+
+    def __init__(self, engine: Engine, judge_run_id: int):
+        from sqlmodel import Session
+
+        from app.core.db import write_bind
+
+        self.engine, self.judge_run_id = engine, judge_run_id
+        self.writer = ThreadPoolExecutor(1, thread_name_prefix="judge-writer")
+        self.reader = ThreadPoolExecutor(1, thread_name_prefix="judge-reader")
+        self.cacher = ThreadPoolExecutor(1, thread_name_prefix="judge-cache")
+        self.wsession = Session(write_bind(engine), expire_on_commit=False)  # SQLite: BEGIN IMMEDIATE
+        self.rsession = Session(engine)
+        self.csession = Session(engine)
+        self.ctx: dict[str, Any] = {}
+
+    def close(self) -> None:
+        def _close(s):
+            s.close()
+
+        self.writer.submit(_close, self.wsession).result()
+        self.reader.submit(_close, self.rsession).result()
+        self.cacher.submit(_close, self.csession).result()
+        for pool in (self.writer, self.reader, self.cacher):
+            pool.shutdown()
+
+
+def _report(progress: Callable[[Progress], None] | None, prog: Progress) -> None:
+    """Call the progress callback; a failing callback is logged, never the run's end."""
+    if progress is None:
+        return
+    try:
+        progress(prog)
+    except Exception:  # noqa: BLE001
+        log.exception("judge progress callback failed")
+
+
+async def _run(engine: Engine, judge_run_id: int, progress: Callable[[Progress], None] | None,
+               cancel: threading.Event | None) -> Progress:
+    from app.judges import service
+
+    loop = asyncio.get_running_loop()
+    store = _Store(engine, judge_run_id)
+    try:
+        setup = await loop.run_in_executor(store.writer, service.runner_setup, store.wsession, judge_run_id)
+        defn, items = setup["definition"], setup["items"]
+        prog = Progress(total=setup["total"], done=setup["done"], error=0)
+        pending_states: dict[int, str] = {}
+        pending_results: list[ResultOut] = []
+        pending_cache: dict[str, tuple[str, int, int]] = {}
+        stop = asyncio.Event()
+        stop_reason: list[str] = ["cancelled"] if setup.get("cancelled") else []
+        cap = defn["limits"].get("cost_cap")
+        lock = asyncio.Lock()
+
+        def on_state(result_id: int, state: str) -> None:
+            pending_states[result_id] = state
+            if state == "delayed":
+                prog.delayed += 1
+            elif state == "running" and prog.delayed:
+                prog.delayed -= 1
+
+        async def cache_get(key: str):
+            if key in pending_cache:
+                return pending_cache[key]
+            return await loop.run_in_executor(store.cacher, service.cache_lookup, store.csession, key)
+
+        def cache_put(key: str, text: str, tin: int, tout: int) -> None:
+            pending_cache[key] = (text, tin, tout)
+
+        endpoint = Endpoint(defn, cache_get, cache_put, on_state)
+        queue: asyncio.Queue = asyncio.Queue(maxsize=max(4 * int(defn["limits"]["concurrency"]), 32))
+
+        async def feed() -> None:
+            for start in range(0, len(items), 50):
+                if stop.is_set():
+                    break
+                chunk = items[start:start + 50]
+                views = await loop.run_in_executor(store.reader, service.load_views, store.rsession, setup, chunk)
+                for item, view in zip(chunk, views):
+                    await queue.put((item, view))
+            for _ in range(workers_n):
+                await queue.put(None)
+
+        async def flush(final: bool = False) -> None:
+            async with lock:
+                states = dict(pending_states)
+                pending_states.clear()
+                results = list(pending_results)
+                pending_results.clear()
+                cache = dict(pending_cache)
+                counters = prog.to_dict()
+                try:
+                    cancelled = await loop.run_in_executor(store.writer, service.runner_flush, store.wsession, setup,
+                                                           states, results, cache, counters)
+                except Exception:
+                    log.exception("judge run %s: storing results failed", judge_run_id)
+                    raise
+                for k in cache:
+                    pending_cache.pop(k, None)
+                if cancelled and not stop.is_set():
+                    stop_reason.append("cancelled")
+                    stop.set()
+
+        async def flusher() -> None:
+            while not stop.is_set():
+                try:
+                    await asyncio.wait_for(stop.wait(), FLUSH_SECONDS)
+                except TimeoutError:
+                    pass
+                if cancel is not None and cancel.is_set() and not stop.is_set():
+                    stop_reason.append("cancelled")
+                    stop.set()
+                if pending_results or pending_states or pending_cache or not stop.is_set():
+                    await flush()
+
+        async def judge_one(item: dict[str, Any], view) -> None:
+            rid = item["result_id"]
+            on_state(rid, "running")
+            prog.running += 1
+            asker = Asker(endpoint, defn, view, rid)
+            out = ResultOut(rid, item["run_pk"], item["run_id"], None)
+            try:
+                if view is None:
+                    raise CallFailed("the run is no longer stored")
+                out.outcome = await judge(defn, view, asker)
+            except AnswerFailed as exc:
+                out.error, out.raw = str(exc), exc.raw
+            except CallFailed as exc:
+                out.error = str(exc)
+            except asyncio.CancelledError:
+                pending_states[rid] = "queued"
+                raise
+            except Exception as exc:  # noqa: BLE001 - a bug on one run is that run's error
+                log.exception("judge run %s: run %s failed", judge_run_id, item["run_id"])
+                out.error = f"{type(exc).__name__}: {exc}"
+                out.raw = asker.last_raw
+            finally:
+                prog.running -= 1
+            out.calls = asker.calls
+            pending_states.pop(rid, None)
+            pending_results.append(out)
+            prog.calls += len(out.calls)
+            prog.tokens_in += sum(c.tokens_in for c in out.calls)
+            prog.tokens_out += sum(c.tokens_out for c in out.calls)
+            prog.cost += sum(c.cost for c in out.calls)
+            if out.error:
+                prog.error += 1
+            else:
+                prog.done += 1
+            _report(progress, prog)
+            if cap is not None and prog.cost >= float(cap) and not stop.is_set():
+                stop_reason.append(f"the cost cap ({cap}) was reached at {prog.cost:.4f}")
+                stop.set()
+            if len(pending_results) >= FLUSH_ITEMS:
+                await flush()
+
+        async def worker() -> None:
+            while not stop.is_set():
+                got = await queue.get()
+                if got is None:
+                    return
+                await judge_one(*got)
+
+        workers_n = int(defn["limits"]["concurrency"])
+        _report(progress, prog)
+        feeder = asyncio.create_task(feed())
+        flusher_task = asyncio.create_task(flusher())
+        workers = [asyncio.create_task(worker()) for _ in range(workers_n)]
+        stopper = asyncio.create_task(stop.wait())
+        done_all = asyncio.gather(*workers, return_exceptions=True)
+        await asyncio.wait([done_all, stopper], return_when=asyncio.FIRST_COMPLETED)
+        if stop.is_set():
+            for w in workers:
+                w.cancel()
+            await asyncio.gather(*workers, return_exceptions=True)
+            prog.running = 0
+        feeder.cancel()
+        await asyncio.gather(feeder, return_exceptions=True)
+        stop.set()
+        stopper.cancel()
+        await asyncio.gather(flusher_task, stopper, return_exceptions=True)
+        await endpoint.close()
+        reason = stop_reason[0] if stop_reason else None
+        prog.state = "cancelled" if reason == "cancelled" else ("error" if reason else "done")
+        prog.delayed = 0
+        await flush(final=True)
+        await loop.run_in_executor(store.writer, service.runner_finish, store.wsession, judge_run_id, prog.state,
+                                   reason if prog.state == "error" else None)
+        _report(progress, prog)
+        return prog
+    finally:
+        store.close()
+
+
+def execute(engine: Engine, judge_run_id: int, *, progress: Callable[[Progress], None] | None = None,
+            cancel: threading.Event | None = None) -> Progress:
+    """Judge every queued run of the judge run (blocking; see the module docstring)."""
+    return asyncio.run(_run(engine, judge_run_id, progress, cancel))
