@@ -47,3 +47,28 @@ def run_import(ctx: JobContext) -> dict[str, Any]:
     summary = import_upload(ctx.engine, p["path"], p["filename"], bool(p.get("replace")), bool(p.get("strict")),
                             job=ctx)
     return summary.to_dict()
+
+
+@handler("judge", description="Run a planned LLM judge run (POST /api/v1/judges/{name}/runs, the judges page).")
+def run_judge(ctx: JobContext) -> dict[str, Any]:
+    """Run a planned LLM judge run: its progress (runs done, errors, calls, tokens, cost)."""
+    import threading
+
+    from app.jobs.service import BudgetExceeded, JobCancelled
+    from app.judges.service import execute
+
+    cancel = threading.Event()
+    stopped: list[Exception] = []
+
+    def progress(prog: Any) -> None:
+        ctx.reported = (prog.done + prog.error, prog.total)
+        try:
+            ctx.check()
+        except (JobCancelled, BudgetExceeded) as exc:  # the runner stops at its next step
+            stopped.append(exc)
+            cancel.set()
+
+    result = execute(ctx.engine, int(ctx.params["judge_run_id"]), progress=progress, cancel_event=cancel)
+    if stopped:
+        raise stopped[0]
+    return result.to_dict()

@@ -74,7 +74,7 @@ def judges_launch(request: Request, session: SessionDep, user: ReviewerPage, jud
         session.rollback()
         return _back(request, "error", str(exc))
     session.commit()
-    service.launch(request.app.state.engine, jr.id)
+    service.launch(request.app.state.engine, jr.id, user.id)
     return _back(request, "ok", f"Judge run {jr.id} of {jv.name}@{jv.version} started over {jr.total} runs "
                                 f"({jr.n_skipped} already judged).")
 

@@ -25,7 +25,7 @@ from typing import Any
 import jsonschema
 import yaml
 
-from app.ingest import safeyaml
+from app.ingest.safety import safeyaml
 
 FILE_VERSION = 1
 STRATEGIES = ("all-at-once", "per-agent", "per-mode", "attribution-all-at-once", "attribution-step-by-step",

@@ -347,21 +347,16 @@ def execute(engine, judge_run_id: int, *, progress=None, cancel_event: threading
         raise
 
 
-def launch(engine, judge_run_id: int) -> threading.Thread:
-    """Start a planned judge run in a background thread of this process and return at once.
+def launch(engine, judge_run_id: int, user_id: int | None = None) -> str:
+    """Hand a planned judge run to a background worker as a `judge` job (app.jobs) and return
+    the job's id at once; the job's unit of work is `execute`."""
+    from app.jobs.queue import send
+    from app.jobs.service import create_job
 
-    This is the one place the web server starts judge work; the job system, when it lands,
-    replaces this function (the unit of work is `execute`)."""
-
-    def target() -> None:
-        try:
-            execute(engine, judge_run_id)
-        except Exception:  # noqa: BLE001 - already recorded on the judge run
-            pass
-
-    t = threading.Thread(target=target, name=f"judge-run-{judge_run_id}", daemon=True)
-    t.start()
-    return t
+    with Session(engine) as s:
+        job_id = create_job(s, "judge", {"judge_run_id": judge_run_id}, user_id).id
+    send(job_id, engine=engine)
+    return job_id
 
 
 # --------------------------------------------------------------------------- the runner's storage steps

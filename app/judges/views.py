@@ -93,7 +93,7 @@ def launch_run(name: str, body: RunIn, request: Request, session: SessionDep, us
         code = 409 if "still running" in str(exc) or "is queued" in str(exc) else 422
         raise HTTPException(code, str(exc)) from None
     session.commit()
-    service.launch(request.app.state.engine, jr.id)
+    service.launch(request.app.state.engine, jr.id, user.id)
     url = f"/api/v1/judges/{jv.name}/runs/{jr.id}"
     return JSONResponse({**service.judge_run_status(session, jr), "status_url": url}, status_code=202,
                         headers={"Location": url})
