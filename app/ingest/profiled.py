@@ -41,6 +41,11 @@ _FALSE = {"false", "fail", "failed", "no", "error", "failure", "0"}
 
 # --------------------------------------------------------------------------- files
 
+def _names_of(ev: dict) -> list[Any]:
+    rec = ev.get("recipients")
+    return [ev.get("actor"), *(rec if isinstance(rec, list) else [])]
+
+
 def carries_text(value: Any) -> bool:
     """Whether `value` holds prose (a string with a space, or longer than 40 characters, anywhere
     in it), as opposed to ids, codes, numbers and flags, which lose nothing kept in metadata."""
@@ -779,12 +784,27 @@ class ProfiledRun:
         spec = self.p.get("agents")
         pspec = self.p.get("principals") or {}
         from_actors = isinstance(spec, dict) and spec.get("from") == "actors"
-        if not from_actors and pspec.get("from") != "actors":
-            return
         known = {a["id"] for a in self.agents} | {p["id"] for p in self.principals} | {"system"}
+        if not from_actors and pspec.get("from") != "actors":
+            if not spec or self.p.builtin_names:
+                return
+            # agents from the run metadata: an actor the log names that the metadata does not list
+            # is added as an agent (its events keep their actor), and said so
+            added = []
+            for ev in events:
+                for name in _names_of(ev):
+                    if isinstance(name, str) and name and name not in known and name not in added:
+                        added.append(name)
+            for name in added:
+                self.agents.append({"id": name, "role": name})
+                self.agent_by_name.setdefault(name, name)
+            if added:
+                self.notice(self.shown_dir, "actors the log names but the run metadata does not list, added as "
+                            "agents: " + ", ".join(added))
+            return
         seen: list[str] = []
         for ev in events:
-            for name in [ev.get("actor"), *(ev.get("recipients") or [])]:
+            for name in _names_of(ev):
                 if isinstance(name, str) and name and name not in known and name not in seen:
                     seen.append(name)
         for name in seen:
