@@ -67,5 +67,5 @@ def test_inspect_a_zip_and_a_single_file(tmp_path):
     one = info["root"] / "ep-000-renewal" / "header.json"
     r = CliRunner().invoke(main, ["inspect", str(one)])
     # a single file is dry-run: the reader the registry picks, every reader's reason, what import would do
-    assert r.exit_code == 0 and f"{one}: read by 'canonical' (JSON records with a run_id)" in r.output
+    assert r.exit_code == 0 and f"{one}: read by 'canonical' (JSON records with canonical keys (agents) but no run_id)" in r.output
     assert "import would store: 0 run(s), reject 1" in r.output and "whowhen: 0.00 " in r.output
