@@ -151,6 +151,8 @@ class Inspection:
     #: loose files: (name, reader or None, [(reader, score, reason)])
     loose_readers: list[tuple[str, str | None, list[tuple[str, float, str]]]] = field(default_factory=list)
     sampled_runs: int = 0
+    #: the log's actors are no agents of the metadata: propose ``agents: {from: actors}``
+    suggest_agents: bool = False
 
 
 # --------------------------------------------------------------------------- walking
@@ -976,7 +978,8 @@ def render(ins: Inspection) -> str:
         for k in [k for k, _ in g.keys.most_common() if k in unmapped][:20]:
             ex = _example(g.sample, k)
             line = f"      unmapped {k}: e.g. {_short(ex)!r}" if ex is not None else f"      unmapped {k}"
-            prop = next(((pk, f, why) for pk, (f, why) in sugg.items() if pk.split("[")[0] == k), None)
+            prop = next(((pk, f, why) for pk, (f, why) in sugg.items()
+                         if pk.split("[")[0] == k or pk.split(".")[0] == k), None)
             if prop:
                 line += f"  -> suggest {prop[1]}: {prop[0]!r} ({prop[2].split(' (e.g.')[0]})"
             out.append(line)
@@ -1026,7 +1029,9 @@ def render(ins: Inspection) -> str:
         for e in d.errors[:5]:
             out.append(f"  rejected: {e}")
         out.append(f"notices (kept verbatim in metadata, no text lost): {d.notices}")
-    if ins.suggestions:
+    if ins.suggest_agents:
+        out.append("suggest agents: {from: actors} (the log's actors are named in no metadata)")
+    if ins.suggestions or ins.suggest_agents:
         out.append("suggested mappings are written into the starter profile as comments (--write-profile)")
     return "\n".join(out)
 
@@ -1038,7 +1043,7 @@ def profile_text(ins: Inspection) -> str:
     if not ins.profile:
         return ""
     text = dump_profile(ins.profile, header)
-    return _with_suggestions(text, ins) if ins.suggestions else text
+    return _with_suggestions(text, ins) if ins.suggestions or ins.suggest_agents else text
 
 
 def _with_suggestions(text: str, ins: Inspection) -> str:
@@ -1087,6 +1092,9 @@ def _with_suggestions(text: str, ins: Inspection) -> str:
     if len(done) < len(roles):  # the profile maps no keys yet: the whole block commented
         out.append(f"{MARK}keys:")
         flush_missing()
+    if ins.suggest_agents:
+        out.append(f"{MARK}agents: {{from: actors}}  # suggested: the log's actors are named in no metadata; "
+                   "add principal: ID, and principals: {from: actors, match: [NAME]} for a user")
     if keep:
         out.append(f"{MARK}keep:  # suggested: keys whose text maps to no canonical field, kept in metadata on purpose")
         out.extend(f"{MARK}  {role}: {json.dumps(sorted(set(keys)))}" for role, keys in keep.items())
@@ -1199,6 +1207,8 @@ def _loose_readers(root: Path, ins: Inspection) -> None:
 
 # --------------------------------------------------------------------------- proposals for unmapped keys
 
+#: names that propose a field only in suggestions (never taken by the inference itself)
+SUGGEST_SYNONYMS = {"call_id": ("tool_call_id", "call_id", "tool_use_id"), "tool_calls": ("tool_calls",)}
 _ISO = re.compile(r"^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}")
 _EVENT_ROLES = ("conversation", "events", "trajectory")
 
@@ -1280,10 +1290,19 @@ def suggest(ins: Inspection) -> None:
             value = _example(g.sample, key)
             field_: str | None = None
             why = ""
-            for name, words in syn.items():
+            for name, words in (*syn.items(), *(SUGGEST_SYNONYMS.items() if g.role in _EVENT_ROLES else ())):
                 if name not in taken and (low in words or any(w in low for w in words if len(w) > 3)):
                     field_, why = name, f"the name {key!r} is a {name} key in other logs"
                     break
+            if field_ is None and g.role == "metadata" and isinstance(value, dict):
+                for sub in value:  # a nested scenario / task object: {"id": ..., "domain": ...}
+                    target = "scenario_id" if sub == "id" and re.search("task|scenario|env", low) else next(
+                        (n for n, w in META_SYNONYMS.items() if sub.lower() in w and n != "run_id"), None)
+                    if target and target not in taken:
+                        taken.add(target)
+                        out[f"{key}.{sub}"] = (target, f"the key {sub!r} of {key!r} (e.g. {_short(value[sub])!r})")
+                if any(k.startswith(f"{key}.") for k in out):
+                    continue
             if field_ is None and g.role in _EVENT_ROLES:
                 if isinstance(value, str) and _ISO.match(value) and "ts" not in taken:
                     field_, why = "ts", "its values are timestamps"
@@ -1308,6 +1327,10 @@ def suggest(ins: Inspection) -> None:
                                     "kept in metadata on purpose")
         if out:
             ins.suggestions[g.pattern] = out
+    d = ins.dry
+    if d is not None and ins.profile is not None and not ins.builtin and not ins.profile.spec.get("agents") \
+            and any("is not an agent id" in c for c in d.warnings):
+        ins.suggest_agents = True
 
 
 
