@@ -13,6 +13,7 @@ Pure: no database.
 """
 from __future__ import annotations
 
+import json
 import os
 import re
 from collections import Counter, defaultdict
@@ -21,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from app.ingest.profile import Profile, dump_profile, load_profile
+from app.ingest.profiled import carries_text
 from app.ingest.safety import safejson
 
 SAMPLE_RUNS = 25
@@ -139,6 +141,18 @@ class Inspection:
     mode_names: Counter = field(default_factory=Counter)
     unknown_modes: list[str] = field(default_factory=list)
     single_run: bool = False  # PATH is itself one run directory
+    #: profiles tried on a sample of the runs: (name, runs, rejected, warnings), and why one was chosen
+    candidates: list[tuple[str, int, int, int]] = field(default_factory=list)
+    choice: str | None = None
+    #: the chosen profile's dry run on the sampled runs (warnings by cause, what would be stored)
+    dry: DryRun | None = None
+    #: per file pattern, key -> (canonical field, why): proposals for keys nothing maps
+    suggestions: dict[str, dict[str, tuple[str, str]]] = field(default_factory=dict)
+    #: loose files: (name, reader or None, [(reader, score, reason)])
+    loose_readers: list[tuple[str, str | None, list[tuple[str, float, str]]]] = field(default_factory=list)
+    sampled_runs: int = 0
+    #: the log's actors are no agents of the metadata: propose ``agents: {from: actors}``
+    suggest_agents: bool = False
 
 
 # --------------------------------------------------------------------------- walking
@@ -466,13 +480,43 @@ def _classify(group: FileGroup) -> tuple[str | None, str | None]:
 
 # --------------------------------------------------------------------------- the inspection
 
-def inspect_tree(root: str | os.PathLike, taxonomy: Any = None) -> Inspection:
-    """Walk `root` and infer how to read it (see the module docstring)."""
-    from app.ingest.profiled import load_taxonomy
-
+def inspect_tree(root: str | os.PathLike, taxonomy: Any = None, *, dry_runs: bool = True) -> Inspection:
+    """Walk `root` and infer how to read it (see the module docstring). When the tree uses some of
+    a2annotate's own file names, both the built-in profile and the one inferred from the keys seen
+    are tried on a sample of the runs, and the one whose import raises fewer warnings is chosen
+    (a tie: the built-in); `Inspection.candidates` and `choice` say so."""
     root = Path(root)
+    foreign = _inspect_foreign(root, taxonomy)
+    if not has_builtin_names(root):
+        if dry_runs:
+            foreign.dry = sample_dry_run(root, foreign.profile)
+            foreign.sampled_runs = len(foreign.dry.runs) + len(foreign.dry.errors)
+        _loose_readers(root, foreign)
+        suggest(foreign)
+        return foreign
+    builtin = _inspect_builtin(root)
+    if not dry_runs:
+        return builtin
+    tried = []
+    for ins in (builtin, foreign):
+        ins.dry = sample_dry_run(root, ins.profile)
+        ins.sampled_runs = len(ins.dry.runs) + len(ins.dry.errors)
+        tried.append(ins)
+    score = [(len(i.dry.errors), sum(c for c, _ in i.dry.warnings.values())) for i in tried]
+    chosen = builtin if score[0] <= score[1] else foreign
+    names = ["a2annotate (built-in names)", f"{foreign.profile.name} (inferred from the keys seen)"]
+    chosen.candidates = [(n, len(i.dry.runs), len(i.dry.errors), sum(c for c, _ in i.dry.warnings.values()))
+                         for n, i in zip(names, tried)]
+    chosen.choice = (f"chose {names[0] if chosen is builtin else names[1]}: fewest rejected runs, then fewest "
+                     f"warnings on the {chosen.sampled_runs} run(s) sampled")
+    _loose_readers(root, chosen)
+    suggest(chosen)
+    return chosen
+
+
+def _inspect_builtin(root: Path) -> Inspection:
     ins = Inspection(root=os.fspath(root))
-    if has_builtin_names(root):
+    if True:
         ins.builtin = True
         ins.profile = load_profile("a2annotate")
         ins.profile.inferred = True
@@ -490,10 +534,36 @@ def inspect_tree(root: str | os.PathLike, taxonomy: Any = None) -> Inspection:
                     role = builtin_role(rel)
                     g = ins.groups.setdefault(_pattern(rel), FileGroup(_pattern(rel)))
                     g.files += 1
-                    g.role, g.param = (role if role else (None, None))
+                    new_role, new_param = role if role else (None, None)
+                    if g.files > 1 and g.param != new_param:
+                        new_param = None  # files of one pattern name different agents: each by its own name
+                    g.role, g.param = new_role, new_param
+                    recs, list_key = _records(sub / f)
+                    g.records += len(recs)
+                    g.keys.update(_dotted_keys(recs))
+                    if len(g.sample) < SAMPLE_RECORDS:
+                        g.sample.extend(recs[: SAMPLE_RECORDS - len(g.sample)])
+                    if list_key:
+                        g.list_key = list_key
+        for g in ins.groups.values():
+            g.mapped = {k: k for k in _canonical_keys(g.role) if k in g.keys}
         ins.unmapped = [g.pattern for g in ins.groups.values() if g.role is None]
         return ins
 
+
+def _canonical_keys(role: str | None) -> tuple[str, ...]:
+    from app.ingest.canonical import AUDIT_KEYS, CHECK_KEYS, EVENT_KEYS, RUN_KEYS, SCENARIO_KEYS
+
+    return {"metadata": RUN_KEYS + ("agents", "principals", "scenario"), "scenario": SCENARIO_KEYS,
+            "conversation": EVENT_KEYS + ("turn", "to", "from"), "events": EVENT_KEYS + ("turn",),
+            "trajectory": EVENT_KEYS + ("turn", "role"), "checks": CHECK_KEYS, "audits": AUDIT_KEYS,
+            "judgments": AUDIT_KEYS}.get(role or "", ())
+
+
+def _inspect_foreign(root: Path, taxonomy: Any) -> Inspection:
+    from app.ingest.profiled import load_taxonomy
+
+    ins = Inspection(root=os.fspath(root))
     manifest = find_manifest(root)
     ins.manifest = manifest
     runs, markers = find_run_dirs(root)
@@ -862,9 +932,14 @@ def infer_profile(root: str | os.PathLike) -> Profile:
 
 
 def render(ins: Inspection) -> str:
-    """The report `a2annotate inspect` prints."""
+    """The report `a2annotate inspect` prints: what it looked at, and only that."""
     out = [f"inspected {ins.root}"]
-    if ins.builtin:
+    if ins.candidates:
+        out.append("profiles tried on a sample of the runs (runs, rejected, warnings):")
+        for name, runs, rejected, warnings in ins.candidates:
+            out.append(f"  {name}: {runs} run(s), {rejected} rejected, {warnings} warning(s)")
+        out.append(ins.choice or "")
+    elif ins.builtin:
         out.append("layout: a2annotate's own names (built-in profile 'a2annotate')")
     out.append(f"run directories: {len(ins.run_dirs)}" + ("  (PATH is itself one run directory)"
                                                            if ins.single_run else ""))
@@ -876,27 +951,38 @@ def render(ins: Inspection) -> str:
         out.append(f"manifest: {m['file']} (run directory in {m['path']!r}"
                    + (f", run id in {m['run_id']!r}" if m.get("run_id") else "") + ") - read as a manifest, not a run")
     if ins.loose_files:
-        out.append(f"files outside run directories: {', '.join(ins.loose_files)}")
-    out.append("")
-    out.append("files by role (pattern relative to a run directory: role, files, records):")
-    keymap = (ins.profile.spec.get("keys") or {}) if ins.profile else {}
+        out.append(f"files outside run directories: {len(ins.loose_files)}")
+        for name, reader, tried in ins.loose_readers:
+            if reader:
+                out.append(f"  {name}: read by {reader!r}")
+            else:
+                out.append(f"  {name}: no reader takes it: " + "; ".join(f"{n}: {r}" for n, _, r in tried))
+    sampled = min(len(ins.run_dirs), SAMPLE_RUNS) if not ins.single_run else 1
+    if not ins.groups:
+        out.append("")
+        out.append("no run directories found: no file was sampled for keys" if not ins.run_dirs and
+                   not ins.single_run else "the run directories hold no files")
+    else:
+        out.append("")
+        out.append(f"files by role, from {sampled} run directorie(s) sampled (pattern: role, files, records); "
+                   "keys with how many records have them, * = mapped to nothing:")
     for g in sorted(ins.groups.values(), key=lambda g: g.pattern):
         role = (g.role + (f":{g.param}" if g.param else "")) if g.role else "UNMAPPED"
         out.append(f"  {g.pattern}: {role}, {g.files} file(s)" + (f", {g.records} record(s)" if g.records else ""))
-        if g.keys:
-            mapped_keys = set()
-            rk = keymap.get("judgments" if g.role == "audits" else (g.role or ""), {})
-            for v in rk.values():
-                for k in [v] if isinstance(v, str) else v:
-                    mapped_keys.add(k)
-                    mapped_keys.add(k.split(".")[0])
-            shown = []
-            for k, n in g.keys.most_common(40):
-                mark = "" if k in mapped_keys or "." in k else "*"
-                if "." in k and k not in mapped_keys:
-                    continue
-                shown.append(f"{k}{mark} ({n})")
-            out.append("      keys: " + ", ".join(shown))
+        if not g.keys:
+            continue
+        unmapped = set(unmapped_keys(ins, g)) if g.role else {k for k in g.keys if "." not in k}
+        shown = [f"{k}{'*' if k in unmapped else ''} ({n})" for k, n in g.keys.most_common(40) if "." not in k]
+        out.append("      keys: " + ", ".join(shown))
+        sugg = ins.suggestions.get(g.pattern, {})
+        for k in [k for k, _ in g.keys.most_common() if k in unmapped][:20]:
+            ex = _example(g.sample, k)
+            line = f"      unmapped {k}: e.g. {_short(ex)!r}" if ex is not None else f"      unmapped {k}"
+            prop = next(((pk, f, why) for pk, (f, why) in sugg.items()
+                         if pk.split("[")[0] == k or pk.split(".")[0] == k), None)
+            if prop:
+                line += f"  -> suggest {prop[1]}: {prop[0]!r} ({prop[2].split(' (e.g.')[0]})"
+            out.append(line)
     if any(ins.values.values()):
         out.append("")
         out.append("values seen:")
@@ -906,25 +992,47 @@ def render(ins: Inspection) -> str:
     if ins.mode_names:
         out.append("audit mode names: " + ", ".join(f"{m!r} ({n})" for m, n in ins.mode_names.most_common(30)))
     out.append("")
-    if ins.profile is not None:
+    if ins.profile is not None and not ins.builtin:
         sp = ins.profile.spec
         mapped = []
         if sp.get("agents"):
-            mapped.append(f"agents from metadata {sp['agents']['from']!r}")
+            ag = sp["agents"]
+            mapped.append("agents from " + ("the actors seen" if isinstance(ag, dict) and ag.get("from") == "actors"
+                                            else f"metadata {(ag if isinstance(ag, dict) else ag[0])['from']!r}"))
         if (sp.get("metrics") or {}).get("principals"):
             mapped.append("per-principal outcomes from metrics for " + ", ".join(sp["metrics"]["principals"]))
         if sp.get("private_state"):
             mapped.append("private state from " + ", ".join(s["from"] for s in sp["private_state"]))
         if mapped:
             out.append("maps: " + "; ".join(mapped))
-    files = [g.pattern for g in ins.groups.values() if g.role is None]
-    values = [u for u in ins.unmapped if u not in files]
-    values += [f"mode {m!r} (no taxonomy match; add to audits.modes)" for m in ins.unknown_modes]
-    out.append("files no role takes (not imported; listed as unused files): " + (", ".join(files) or "none"))
-    out.append("values and modes not mapped (kept in metadata on import, reported as warnings): "
-               + (", ".join(values) or "none"))
-    if any(g.keys for g in ins.groups.values()):
-        out.append("keys marked * are taken by no canonical field: they are kept in the record's metadata")
+    if ins.groups:
+        files = [g.pattern for g in ins.groups.values() if g.role is None]
+        out.append("files no role takes (not imported; listed as unused files): "
+                   + (", ".join(files) or f"none of the {len(ins.groups)} file pattern(s) sampled"))
+        values = [u for u in ins.unmapped if u not in files]
+        values += [f"mode {m!r} (no taxonomy match; add to audits.modes)" for m in ins.unknown_modes]
+        if ins.builtin:
+            out.append("values and modes: the built-in names read canonical values as they are")
+        else:
+            out.append("values and modes not mapped (kept in metadata on import, reported as warnings): "
+                       + (", ".join(values) or "none among the values sampled"))
+    if ins.dry is not None and (ins.dry.runs or ins.dry.errors):
+        d = ins.dry
+        n_w = sum(c for c, _ in d.warnings.values())
+        out.append("")
+        out.append(f"dry run on {len(d.runs) + len(d.errors)} sampled run(s): {len(d.runs)} would be stored, "
+                   f"{len(d.errors)} rejected; agents {', '.join(d.agents) or 'none'}; principals "
+                   f"{', '.join(d.principals) or 'none'}; events by 'system': {d.system_events}")
+        out.append(f"warnings the import would raise: {n_w}" + (", by cause:" if n_w else ""))
+        for cause, (n, where) in sorted(d.warnings.items(), key=lambda kv: -kv[1][0])[:15]:
+            out.append(f"  {n} x {cause} (first at {where})")
+        for e in d.errors[:5]:
+            out.append(f"  rejected: {e}")
+        out.append(f"notices (kept verbatim in metadata, no text lost): {d.notices}")
+    if ins.suggest_agents:
+        out.append("suggest agents: {from: actors} (the log's actors are named in no metadata)")
+    if ins.suggestions or ins.suggest_agents:
+        out.append("suggested mappings are written into the starter profile as comments (--write-profile)")
     return "\n".join(out)
 
 
@@ -932,7 +1040,69 @@ def profile_text(ins: Inspection) -> str:
     header = (f"Import profile written by `a2annotate inspect {ins.root}`.\n"
               "Edit it, then: a2annotate import PATH --profile THIS_FILE [--report report.jsonl]\n"
               "Reference: docs/importing.md")
-    return dump_profile(ins.profile, header) if ins.profile else ""
+    if not ins.profile:
+        return ""
+    text = dump_profile(ins.profile, header)
+    return _with_suggestions(text, ins) if ins.suggestions or ins.suggest_agents else text
+
+
+def _with_suggestions(text: str, ins: Inspection) -> str:
+    """The profile text with each suggestion as a commented line (``#~ ``) under its role in
+    ``keys:``, and a commented ``keep:`` block for text that maps to no canonical field: delete
+    the ``#~ `` in front of a line to accept it (the role's line too when the role has no keys yet)."""
+    if ins.builtin:
+        return text + "\n# keys nothing maps (the built-in names take canonical keys only): " + ", ".join(
+            sorted({k for sg in ins.suggestions.values() for k in sg})) + "\n"
+    roles: dict[str, list[str]] = {}
+    keep: dict[str, list[str]] = {}
+    for pattern, sugg in ins.suggestions.items():
+        g = ins.groups[pattern]
+        for key, (fieldname, why) in sugg.items():
+            if fieldname == "keep":
+                keep.setdefault(g.role, []).append(key)
+            else:
+                roles.setdefault(g.role, []).append(f"{fieldname}: {json.dumps(key)}  # suggested: {why}")
+    lines = text.splitlines()
+    out: list[str] = []
+    in_keys = False
+    done: set[str] = set()
+
+    def flush_missing() -> None:
+        for role, items in roles.items():
+            if role not in done:
+                out.append(f"{MARK}  {role}:")
+                out.extend(f"{MARK}    {x}" for x in items)
+                done.add(role)
+
+    for line in lines:
+        if in_keys and line and not line.startswith(" "):
+            flush_missing()
+            in_keys = False
+        out.append(line)
+        if line.startswith("keys:"):
+            in_keys = True
+            continue
+        if in_keys and line.startswith("  ") and not line.startswith("   ") and line.rstrip().endswith(":"):
+            role = line.strip()[:-1]
+            if role in roles:
+                out.extend(f"{MARK}    {x}" for x in roles[role])
+                done.add(role)
+    if in_keys:
+        flush_missing()
+    if len(done) < len(roles):  # the profile maps no keys yet: the whole block commented
+        out.append(f"{MARK}keys:")
+        flush_missing()
+    if ins.suggest_agents:
+        out.append(f"{MARK}agents: {{from: actors}}  # suggested: the log's actors are named in no metadata; "
+                   "add principal: ID, and principals: {from: actors, match: [NAME]} for a user")
+    if keep:
+        out.append(f"{MARK}keep:  # suggested: keys whose text maps to no canonical field, kept in metadata on purpose")
+        out.extend(f"{MARK}  {role}: {json.dumps(sorted(set(keys)))}" for role, keys in keep.items())
+    return "\n".join(out) + "\n"
+
+
+#: what starts a suggested line of a starter profile: delete it to accept the suggestion
+MARK = "#~ "
 
 
 # --------------------------------------------------------------------------- dry runs through the registry
@@ -981,26 +1151,187 @@ def dry_run(path: str | os.PathLike, fmt: str | None = None, profile: Any = None
     out.reader = fmt or pick.name
     out.reason = pick.sniff.reason if pick.sniff is not None and not fmt else None
     for item in iter_path(p, format=fmt, profile=profile):
-        out.unused.extend(item.unused_files)
-        out.notices += len(item.notices)
-        for w in item.warnings:
-            cause = warning_cause(str(w.get("message", "")))
-            slot = out.warnings.setdefault(cause, [0, w.get("location") or item.source])
-            slot[0] += 1
-        if item.error is not None:
-            out.errors.append(str(item.error))
-            continue
-        if item.run is None:
-            continue
-        run = item.run
-        out.runs.append(run["run_id"])
-        out.agents.update(a["id"] for a in run["agents"])
-        out.principals.update(pr["id"] for pr in run["principals"])
-        for e in run["events"]:
-            out.kinds[e["kind"]] += 1
-            out.system_events += e["actor"] == "system"
-            out.events_without_text += e.get("content") in (None, "") and e["kind"] in ("message", "tool_result")
+        _tally(out, item)
     return out
+
+
+def _tally(out: DryRun, item: Any) -> None:
+    out.unused.extend(item.unused_files)
+    out.notices += len(item.notices)
+    for w in item.warnings:
+        cause = warning_cause(str(w.get("message", "")))
+        slot = out.warnings.setdefault(cause, [0, w.get("location") or item.source])
+        slot[0] += 1
+    if item.error is not None:
+        out.errors.append(str(item.error))
+        return
+    if item.run is None:
+        return
+    run = item.run
+    out.runs.append(run["run_id"])
+    out.agents.update(a["id"] for a in run["agents"])
+    out.principals.update(pr["id"] for pr in run["principals"])
+    for e in run["events"]:
+        out.kinds[e["kind"]] += 1
+        out.system_events += e["actor"] == "system"
+        out.events_without_text += e.get("content") in (None, "") and e["kind"] in ("message", "tool_result")
+
+
+def sample_dry_run(root: Path, profile: Profile | None, limit: int = SAMPLE_RUNS) -> DryRun:
+    """The tree read with `profile` as `import` would, up to `limit` runs (nothing stored)."""
+    from app.ingest.readers.tree import iter_tree
+
+    out = DryRun(path=os.fspath(root), reader="tree", reason=f"profile {profile.name!r}" if profile else None)
+    if profile is None:
+        return out
+    n = 0
+    for item in iter_tree(root, profile=profile):
+        _tally(out, item)
+        n += item.run is not None or item.error is not None
+        if n >= limit:
+            break
+    return out
+
+
+def _loose_readers(root: Path, ins: Inspection) -> None:
+    """For each file outside run directories: the reader the registry picks, or why each declined."""
+    from app.ingest.registry import registry
+
+    if not root.is_dir():
+        return
+    reg = registry()
+    for name in ins.loose_files[:50]:
+        pick = reg.pick(root / name, dirs=False)
+        ins.loose_readers.append((name, pick.name, [(t.name, t.sniff.score, t.sniff.reason) for t in pick.tried]))
+
+
+# --------------------------------------------------------------------------- proposals for unmapped keys
+
+#: names that propose a field only in suggestions (never taken by the inference itself)
+SUGGEST_SYNONYMS = {"call_id": ("tool_call_id", "call_id", "tool_use_id"), "tool_calls": ("tool_calls",)}
+_ISO = re.compile(r"^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}")
+_EVENT_ROLES = ("conversation", "events", "trajectory")
+
+
+def _example(sample: list, key: str) -> Any:
+    for r in sample:
+        if isinstance(r, dict) and key in r and r[key] not in (None, "", [], {}):
+            return r[key]
+    return None
+
+
+def _short(v: Any, n: int = 50) -> str:
+    t = v if isinstance(v, str) else json.dumps(v, ensure_ascii=False, default=str)
+    return t if len(t) <= n else t[: n - 3] + "..."
+
+
+def unmapped_keys(ins: Inspection, g: FileGroup) -> list[str]:
+    """The top-level keys of a file group that the chosen profile maps to nothing."""
+    if g.role is None:
+        return []
+    if ins.builtin:
+        known = set(_canonical_keys(g.role))
+    else:
+        keymap = ((ins.profile.spec.get("keys") or {}) if ins.profile else {})
+        rk = keymap.get("judgments" if g.role == "audits" else g.role, {})
+        known = {k.split(".")[0].split("[")[0] for v in rk.values() for k in ([v] if isinstance(v, str) else v)}
+        from app.ingest.profile import ROLE_FIELDS
+
+        kr = "judgments" if g.role == "audits" else g.role
+        known |= {f for f in ROLE_FIELDS.get(kr, ()) if not rk.get(f)}  # a canonical name maps itself
+        sp = ins.profile.spec if ins.profile else {}
+        if g.role == "metrics":
+            m = sp.get("metrics") or {}
+            for v in [m.get("aggregate_score"), m.get("status")]:
+                known |= {k.split(".")[0] for k in ([v] if isinstance(v, str) else v or [])}
+            for pspec in (m.get("principals") or {}).values():
+                known |= {str(pspec.get("score", "")).split(".")[0]}
+                known |= {str(x).split(".")[0] for x in pspec.get("metrics") or []}
+                succ = pspec.get("success")
+                known |= {str(c.get("key", "")).split(".")[0] for c in succ} if isinstance(succ, list) else \
+                    {str(succ or "").split(".")[0]}
+        if g.role == "scenario":
+            known |= {"private", "brief", "description", "title"} & set(g.keys)
+            for src in sp.get("private_state") or []:
+                if src.get("from") == "scenario":
+                    known.add(str(src.get("key", "private.{role}")).split(".")[0])
+        if g.role == "metadata":
+            sp = ins.profile.spec if ins.profile else {}
+            for part in ("agents", "principals"):
+                spec = sp.get(part)
+                for one in spec if isinstance(spec, list) else [spec] if spec else []:
+                    known.add(str(one.get("from", "")).split(".")[0])
+            known.update((sp.get("metrics") or {}).get("principals") or {})
+    keep = set(((ins.profile.spec.get("keep") or {}).get(g.role) or ()) if ins.profile else ())
+    return [k for k, _ in g.keys.most_common() if "." not in k and k not in known and k not in keep]
+
+
+def suggest(ins: Inspection) -> None:
+    """Propose a canonical field for each unmapped key, by its name (the synonyms above, then
+    partial matches) and by its values (ISO times -> ts, prose -> content, content parts -> a
+    JMESPath join, OpenAI-style tool calls -> tool_calls, speaker names -> actor)."""
+    keymap = ((ins.profile.spec.get("keys") or {}) if ins.profile and not ins.builtin else {})
+    for g in ins.groups.values():
+        if g.role not in (*_EVENT_ROLES, "metadata"):
+            continue
+        taken = set(keymap.get(g.role) or {})
+        if ins.builtin:
+            taken |= {k for k in _canonical_keys(g.role) if k in g.keys}
+        out: dict[str, tuple[str, str]] = {}
+        syn = EVENT_SYNONYMS if g.role in _EVENT_ROLES else META_SYNONYMS
+        actors = set()
+        for r in g.sample:
+            if isinstance(r, dict):
+                for k in ("actor", "from", "sender", "speaker", "author", "source"):
+                    if isinstance(r.get(k), str):
+                        actors.add(r[k])
+        for key in unmapped_keys(ins, g):
+            low = key.lower()
+            value = _example(g.sample, key)
+            field_: str | None = None
+            why = ""
+            for name, words in (*syn.items(), *(SUGGEST_SYNONYMS.items() if g.role in _EVENT_ROLES else ())):
+                if name not in taken and (low in words or any(w in low for w in words if len(w) > 3)):
+                    field_, why = name, f"the name {key!r} is a {name} key in other logs"
+                    break
+            if field_ is None and g.role == "metadata" and isinstance(value, dict):
+                for sub in value:  # a nested scenario / task object: {"id": ..., "domain": ...}
+                    target = "scenario_id" if sub == "id" and re.search("task|scenario|env", low) else next(
+                        (n for n, w in META_SYNONYMS.items() if sub.lower() in w and n != "run_id"), None)
+                    if target and target not in taken:
+                        taken.add(target)
+                        out[f"{key}.{sub}"] = (target, f"the key {sub!r} of {key!r} (e.g. {_short(value[sub])!r})")
+                if any(k.startswith(f"{key}.") for k in out):
+                    continue
+            if field_ is None and g.role in _EVENT_ROLES:
+                if isinstance(value, str) and _ISO.match(value) and "ts" not in taken:
+                    field_, why = "ts", "its values are timestamps"
+                elif isinstance(value, list) and value and all(isinstance(x, dict) and "function" in x for x in value) \
+                        and "tool_calls" not in taken:
+                    field_, why = "tool_calls", "its values are OpenAI-style tool calls"
+                elif isinstance(value, list) and value and all(isinstance(x, dict) and "text" in x for x in value) \
+                        and "content" not in taken:
+                    field_, why = "content", "its values are content parts"
+                    key = f"{key}[?text].text | join('\\n', @)"
+                elif isinstance(value, str) and value in actors and "actor" not in taken and "recipients" in taken:
+                    field_, why = "actor", "its values are speakers' names"
+                elif isinstance(value, str) and value in actors and "recipients" not in taken:
+                    field_, why = "recipients", "its values are speakers' names"
+                elif isinstance(value, str) and " " in value and "content" not in taken:
+                    field_, why = "content", "its values are prose"
+            if field_ is not None:
+                taken.add(field_)
+                out[key] = (field_, f"{why} (e.g. {_short(value)!r})" if value is not None else why)
+            elif any(carries_text(r.get(key)) for r in g.sample if isinstance(r, dict)):
+                out[key] = ("keep", f"text that maps to no canonical field (e.g. {_short(value)!r}): "
+                                    "kept in metadata on purpose")
+        if out:
+            ins.suggestions[g.pattern] = out
+    d = ins.dry
+    if d is not None and ins.profile is not None and not ins.builtin and not ins.profile.spec.get("agents") \
+            and any("is not an agent id" in c for c in d.warnings):
+        ins.suggest_agents = True
+
 
 
 def render_dry_run(d: DryRun, limit: int = 12) -> str:

@@ -138,8 +138,11 @@ PROFILE_SCHEMA: dict[str, Any] = {
                     "metrics": {"type": "array", "items": {"type": "string"}}}}}}},
         "private_state": {"type": "array", "items": {
             "type": "object", "additionalProperties": False, "required": ["from"], "properties": {
-                "from": {"enum": ["system_message", "scenario", "file"]},
-                "key": {"type": "string"}, "glob": {"type": "string"}, "as": {"type": "string"}}}},
+                "from": {"enum": ["system_message", "scenario", "scenario_text", "file"]},
+                "key": {"type": "string"}, "glob": {"type": "string"}, "as": {"type": "string"},
+                "heading": {"type": "string", "description":
+                            "with from: scenario_text, the heading (a template over role, agent, principal) "
+                            "of the Markdown section cut out of the scenario text as that agent's private state"}}}},
         "hidden": {"type": "array", "items": {"type": "string", "pattern": r"^[^.\s][^\s]*$"}},
         "audits": {"type": "object", "additionalProperties": False, "properties": {
             "taxonomy": {"type": "string"}, "source": {"type": "string"},

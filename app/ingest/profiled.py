@@ -41,6 +41,29 @@ _FALSE = {"false", "fail", "failed", "no", "error", "failure", "0"}
 
 # --------------------------------------------------------------------------- files
 
+_HEADING = re.compile(r"^(#{1,6})[ \t]+(.+?)[ \t#]*$", re.M)
+
+
+def cut_section(text: str, heading: str) -> tuple[str, str | None]:
+    """`text` without the Markdown section whose heading reads `heading` (case-insensitive; the
+    section runs to the next heading of the same or a higher level), and that section's body;
+    (text, None) when there is no such heading."""
+    heads = list(_HEADING.finditer(text))
+    for i, m in enumerate(heads):
+        if m[2].strip().lower() != heading.strip().lower():
+            continue
+        level = len(m[1])
+        end = next((h.start() for h in heads[i + 1:] if len(h[1]) <= level), len(text))
+        body = text[m.end():end].strip("\n")
+        return (text[:m.start()] + text[end:]).rstrip("\n") + "\n", body
+    return text, None
+
+
+def _names_of(ev: dict) -> list[Any]:
+    rec = ev.get("recipients")
+    return [ev.get("actor"), *(rec if isinstance(rec, list) else [])]
+
+
 def carries_text(value: Any) -> bool:
     """Whether `value` holds prose (a string with a space, or longer than 40 characters, anywhere
     in it), as opposed to ids, codes, numbers and flags, which lose nothing kept in metadata."""
@@ -405,7 +428,7 @@ class ProfiledRun:
                     fields.setdefault("family" if name == "family" else "scenario", str(value))
         self.agents_principals(meta)
         scenario_doc = self.scenario(sc, fields)
-        self.private_state(scenario_doc)
+        self.private_state(scenario_doc, sc)
         if scenario_doc:
             sc.setdefault("metadata", {}).update(scenario_doc)
         raw["scenario"] = sc
@@ -413,6 +436,7 @@ class ProfiledRun:
         raw["agents"] = self.agents
         events, locs, turn_seq = self.events(raw)
         raw["events"] = events
+        self.private_sections(sc)
         origins["events"] = locs
         self.metrics(raw)
         checks, audits, clocs, alocs = self.audits(raw, turn_seq)
@@ -564,7 +588,7 @@ class ProfiledRun:
         return resolved
 
     # -- private state
-    def private_state(self, scenario_doc: dict) -> None:
+    def private_state(self, scenario_doc: dict, sc: dict | None = None) -> None:
         self.system_prompts = False
         for src in self.p.get("private_state") or []:
             kind = src["from"]
@@ -590,6 +614,23 @@ class ProfiledRun:
                                 self.warn(exc.location, f"private state not read: {exc.message}")
                                 continue
                             self.put_state(a, src.get("as"), value)
+
+    def private_sections(self, sc: dict) -> None:
+        """``{from: scenario_text, heading: "Private ({role})"}``: each agent's section of the scenario
+        text, cut out of what annotators see as the scenario and kept as the agent's private state
+        (run after the events, so agents derived from the actors seen get theirs too)."""
+        for src in self.p.get("private_state") or []:
+            if src["from"] != "scenario_text":
+                continue
+            for a in self.agents:
+                values = {"role": a.get("role") or a["id"], "agent": a["id"], "principal": a.get("principal") or ""}
+                heading = fill(src.get("heading", "Private ({role})"), values)
+                text = sc.get("description")
+                if heading and isinstance(text, str):
+                    rest, section = cut_section(text, heading)
+                    if section is not None:
+                        sc["description"] = rest
+                        self.put_state(a, src.get("as") or "private_brief", section)
 
     def put_state(self, agent: dict, as_key: str | None, value: Any) -> None:
         state = agent.setdefault("private_state", {})
@@ -781,12 +822,27 @@ class ProfiledRun:
         spec = self.p.get("agents")
         pspec = self.p.get("principals") or {}
         from_actors = isinstance(spec, dict) and spec.get("from") == "actors"
-        if not from_actors and pspec.get("from") != "actors":
-            return
         known = {a["id"] for a in self.agents} | {p["id"] for p in self.principals} | {"system"}
+        if not from_actors and pspec.get("from") != "actors":
+            if not spec or self.p.builtin_names:
+                return
+            # agents from the run metadata: an actor the log names that the metadata does not list
+            # is added as an agent (its events keep their actor), and said so
+            added = []
+            for ev in events:
+                for name in _names_of(ev):
+                    if isinstance(name, str) and name and name not in known and name not in added:
+                        added.append(name)
+            for name in added:
+                self.agents.append({"id": name, "role": name})
+                self.agent_by_name.setdefault(name, name)
+            if added:
+                self.notice(self.shown_dir, "actors the log names but the run metadata does not list, added as "
+                            "agents: " + ", ".join(added))
+            return
         seen: list[str] = []
         for ev in events:
-            for name in [ev.get("actor"), *(ev.get("recipients") or [])]:
+            for name in _names_of(ev):
                 if isinstance(name, str) and name and name not in known and name not in seen:
                     seen.append(name)
         for name in seen:

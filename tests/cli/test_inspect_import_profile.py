@@ -66,4 +66,6 @@ def test_inspect_a_zip_and_a_single_file(tmp_path):
     assert load_profile(prof).spec["keys"]["conversation"]["actor"] == "who"
     one = info["root"] / "ep-000-renewal" / "header.json"
     r = CliRunner().invoke(main, ["inspect", str(one)])
-    assert r.exit_code == 0 and "a single file, format canonical" in r.output
+    # a single file is dry-run: the reader the registry picks, every reader's reason, what import would do
+    assert r.exit_code == 0 and f"{one}: read by 'canonical' (JSON records with canonical keys (agents) but no run_id)" in r.output
+    assert "import would store: 0 run(s), reject 1" in r.output and "whowhen: 0.00 " in r.output

@@ -105,3 +105,20 @@ def test_the_schema_names_every_bad_key(bad, named):
     with pytest.raises(ProfileError) as exc:
         load_profile(__import__("yaml").safe_load(f"profile: 1\nname: x\n{bad}\n"))
     assert named in str(exc.value)
+
+
+def test_private_sections_are_cut_out_of_the_scenario_text_by_heading(tmp_path):
+    prof = _tree(tmp_path)
+    run = tmp_path / "runs" / "ep-1"
+    (run / "brief.md").write_text("# Order support\n\nA customer asks about a parcel.\n\n"
+                                  "## Private (helper)\n\nRefund at most 20 USD.\n\n### detail\n\nnever more\n\n"
+                                  "## Public rules\n\nBe polite.\n")
+    text = prof.read_text().replace("files: {episode.json: metadata, messages.jsonl: conversation}",
+                                    "files: {episode.json: metadata, messages.jsonl: conversation, brief.md: scenario_text}")
+    prof.write_text(text + "private_state:\n  - {from: scenario_text, heading: 'Private ({role})', as: brief}\n")
+    (item,) = list(iter_path(tmp_path / "runs", profile=prof))
+    sc = item.run["scenario"]
+    assert "Refund" not in sc["description"] and "never more" not in sc["description"]
+    assert "Be polite." in sc["description"] and sc["title"] == "Order support"
+    (helper,) = item.run["agents"]
+    assert helper["private_state"]["brief"] == "Refund at most 20 USD.\n\n### detail\n\nnever more"

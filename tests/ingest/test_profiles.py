@@ -35,12 +35,18 @@ def test_every_run_is_kept_with_agents_principals_outcomes_and_checks(trees, lay
     assert sorted(runs) == sorted(r["run_id"] for r in info["runs"])
     for run in runs.values():
         assert normalize_run(run) == run  # a valid canonical run
-        assert sorted(a["role"] for a in run["agents"]) == sorted(info["roles"])
-        assert all(a["model"] and a["principal"] for a in run["agents"])
+        # the metadata's agents, plus any actor the log names that the metadata does not list (the
+        # episodes' moderator speaks: it becomes an agent, never 'system')
+        spoken = {e["actor"] for e in run["events"]} - {"system"} - {p["id"] for p in run["principals"]}
+        listed = [a for a in run["agents"] if a["role"] in info["roles"]]
+        assert sorted(a["role"] for a in listed) == sorted(info["roles"])
+        assert {a["id"] for a in run["agents"]} - {a["id"] for a in listed} == spoken - {a["id"] for a in listed}
+        assert all(a["model"] and a["principal"] for a in listed)
+        assert ("moderator" in spoken) == (layout == "episodes")
         assert sorted(p["id"] for p in run["principals"]) == sorted(info["principals"])
         for p in run["principals"]:  # per-principal outcomes filled from the metrics
             assert p["outcome"]["score"] is not None and p["outcome"]["metrics"], (layout, p)
-        assert all(a["private_state"] for a in run["agents"]), layout  # every layout has private state
+        assert all(a["private_state"] for a in listed), layout  # every layout has private state
         assert run["checks"] and {c["passed"] for c in run["checks"]} == {True, False}
         assert {c["level"] for c in run["checks"]} == {"L0", "L1"}
         assert all(a["mode"] == "CF1" for a in run["audits"])  # judge names mapped onto taxonomy codes
@@ -129,9 +135,11 @@ def test_episodes_layout_mixed_audit_file_and_an_undeclared_speaker(trees):
     note = next(e for e in run["events"] if e["metadata"].get("turn") == 3)
     assert (note["visibility"], note["recipients"]) == ("private", [])
     item = next(i for i in items if i.run and i.run["run_id"] == "ep-000-renewal")
-    (w,) = [w for w in item.warnings if w.get("field") == "events[3].actor"]
-    assert w["location"] == f"{info['root']}/ep-000-renewal/transcript.json:turns[3]" and "moderator" in w["message"]
-    assert run["events"][3]["metadata"]["original_actor"] == "moderator"
+    # the undeclared speaker keeps its turn: it becomes an agent (a notice), never 'system'
+    assert not [w for w in item.warnings if w.get("field") == "events[3].actor"]
+    assert run["events"][3]["actor"] == "moderator" and "moderator" in {a["id"] for a in run["agents"]}
+    assert any("moderator" in n["message"] and n["location"] == f"{info['root']}/ep-000-renewal"
+               for n in item.notices)
     assert [c["check_id"] for c in run["checks"]] == ["L0.schema_valid", "L1.no_floor_disclosure"]
     assert run["audits"][0]["agent"] == "acme_rep"
     vendor = next(p for p in run["principals"] if p["id"] == "acme")
@@ -225,7 +233,8 @@ def test_a_tree_in_our_own_layout_still_uses_the_builtin_profile(tmp_path):
     items, got = _read(tmp_path)
     assert sorted(got) == sorted(r["run_id"] for r in runs)
     assert all(not i.warnings for i in items)
-    assert "a2annotate's own names" in render(inspect_tree(Path(tmp_path)))
+    text = render(inspect_tree(Path(tmp_path)))
+    assert "chose a2annotate (built-in names)" in text and "warnings the import would raise: 0" in text
 
 
 @pytest.mark.parametrize("layout", sorted(LAYOUTS))

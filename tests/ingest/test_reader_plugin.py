@@ -121,9 +121,9 @@ def test_the_otlp_endpoint_uses_the_plugin_and_stores_through_the_loader(site, e
         _span(1, "customer", "helper", "Where is it?"), _span(2, "helper", "customer", "On its way.")]}]}]}
     with LiveServer(engine) as url:
         r = httpx.post(f"{url}/v1/traces", content=json.dumps(doc),
-                       headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"})
+                       headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"}, timeout=60)
         assert r.status_code == 200, r.text
-        got = httpx.get(f"{url}/api/v1/runs/plug-otlp", headers={"Authorization": f"Bearer {token}"})
+        got = httpx.get(f"{url}/api/v1/runs/plug-otlp", headers={"Authorization": f"Bearer {token}"}, timeout=60)
         assert got.status_code == 200, got.text
     events = got.json()["events"]
     assert [(e["actor"], e["recipients"], e["content"]) for e in events] == [
