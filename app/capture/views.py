@@ -10,9 +10,13 @@ go through app.ingest.otlp (the same mapping as trace files) into growing runs (
 """
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
+import threading
+import time
 import zlib
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 from urllib.parse import unquote
 
@@ -25,7 +29,8 @@ from app.auth.service import user_for_token
 from app.core.config import get_settings
 from app.core.db import session_scope
 from app.ingest import safejson
-from app.ingest.otlp import OtlpFormatError, read_body
+from app.ingest.limits import input_limits
+from app.ingest.otlp import OtlpFormatError, OtlpTooLarge, read_body
 from app.ingest.sidecar import SidecarError, check_sidecar, load_sidecar
 
 log = logging.getLogger(__name__)
@@ -65,11 +70,66 @@ def _success(ctype: str, rejected: int, message: str) -> Response:
 
 
 def _gunzip(data: bytes, limit: int) -> bytes:
+    """Unpack a gzip body, at most `limit` bytes out (counted while decompressing)."""
     d = zlib.decompressobj(16 + zlib.MAX_WBITS)
     out = d.decompress(data, limit + 1)
     if len(out) > limit or d.unconsumed_tail:
-        raise ValueError(f"the body unpacks to more than {limit} bytes")
+        raise ValueError(f"the body unpacks to more than {limit} bytes (OTLP_MAX_BODY_BYTES)")
     return out
+
+
+class _Budget:
+    """CPU seconds of the worker thread handling one request (time.thread_time)."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self.end = time.thread_time() + seconds
+
+    def left(self) -> bool:
+        return time.thread_time() < self.end
+
+    def check(self) -> None:
+        if not self.left():
+            raise OtlpTooLarge(f"decoding took more than OTLP_CPU_SECONDS ({self.seconds:g}) of CPU: "
+                               "send smaller batches")
+
+
+_POOL: ThreadPoolExecutor | None = None
+_POOL_GUARD = threading.Lock()
+_IN_FLIGHT = 0  # requests in or waiting for the pool (changed on the event loop only)
+
+
+def _pool() -> ThreadPoolExecutor:
+    global _POOL
+    with _POOL_GUARD:
+        if _POOL is None:
+            _POOL = ThreadPoolExecutor(max_workers=get_settings().otlp_workers, thread_name_prefix="otlp")
+        return _POOL
+
+
+def _work(engine, data: bytes, encoding: str, ctype: str, sidecar: dict) -> tuple[int, int, str]:
+    """In a worker thread: unpack, decode within the limits and the CPU budget, grow the runs.
+    Returns (http status, rejected spans, message)."""
+    s = get_settings()
+    budget = _Budget(s.otlp_cpu_seconds)
+    if encoding == "gzip":
+        try:
+            data = _gunzip(data, s.otlp_max_body_bytes)
+        except ValueError as exc:
+            return 413, 0, f"gzip body: {exc}"
+        except zlib.error as exc:
+            return 400, 0, f"gzip body does not decompress: {exc}"
+    try:
+        spans, problems = read_body(data, ctype, limits=input_limits(), max_spans=s.otlp_max_spans_per_request,
+                                    budget=budget.check)
+    except OtlpTooLarge as exc:
+        return 413, 0, str(exc)
+    except OtlpFormatError as exc:
+        return 400, 0, str(exc)
+    del data
+    result = _ingest(engine, spans, sidecar, budget.left)
+    messages = problems[:5] + result.errors[:5]
+    return 200, len(problems) + result.rejected, "; ".join(messages)
 
 
 def _auth(request: Request) -> tuple[int, str] | None:
@@ -98,15 +158,15 @@ def _sidecar(request: Request) -> dict:
     return side
 
 
-def _ingest(request: Request, spans, sidecar: dict):
+def _ingest(engine, spans, sidecar: dict, budget):
     from sqlalchemy.exc import IntegrityError
 
     from app.capture.service import ingest_spans
 
     for attempt in range(3):  # another process stored the same spans or run meanwhile: rebuild again
         try:
-            with session_scope(request.app.state.engine) as session:
-                return ingest_spans(session, spans, sidecar)
+            with session_scope(engine, write=True) as session:
+                return ingest_spans(session, spans, sidecar, budget)
         except IntegrityError:
             if attempt == 2:
                 raise
@@ -150,43 +210,36 @@ async def otlp_traces(request: Request) -> Response:
         return _error(ctype, 503, "database unavailable", {"Retry-After": "5"})
     if denied is not None:
         return _error(ctype, denied[0], denied[1], {"WWW-Authenticate": "Bearer"} if denied[0] == 401 else None)
-    limit = get_settings().max_upload_bytes
+    settings = get_settings()
+    limit = settings.otlp_max_body_bytes
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > limit:
+        return _error(ctype, 413, f"body larger than {limit} bytes (OTLP_MAX_BODY_BYTES)")
+    encoding = request.headers.get("content-encoding", "").strip().lower()
+    if encoding not in ("", "identity", "gzip"):
+        return _error(ctype, 415, f"unsupported content encoding {encoding!r}: send gzip or none")
+    try:
+        sidecar = _sidecar(request)
+    except SidecarError as exc:
+        return _error(ctype, 400, str(exc))
     body = bytearray()
     async for chunk in request.stream():
         body.extend(chunk)
         if len(body) > limit:
-            return _error(ctype, 413, f"body larger than {limit} bytes")
-    data = bytes(body)
-    encoding = request.headers.get("content-encoding", "").strip().lower()
-    if encoding == "gzip":
-        try:
-            data = _gunzip(data, limit)
-        except ValueError as exc:
-            return _error(ctype, 413 if "more than" in str(exc) else 400, f"gzip body: {exc}")
-        except zlib.error as exc:
-            return _error(ctype, 400, f"gzip body does not decompress: {exc}")
-    elif encoding not in ("", "identity"):
-        return _error(ctype, 415, f"unsupported content encoding {encoding!r}: send gzip or none")
-    try:
-        sidecar = _sidecar(request)
-        spans, problems = read_body(data, ctype)
-    except (OtlpFormatError, SidecarError) as exc:
-        return _error(ctype, 400, str(exc))
-    try:
-        result = await run_in_threadpool(_ingest, request, spans, sidecar)
+            return _error(ctype, 413, f"body larger than {limit} bytes (OTLP_MAX_BODY_BYTES)")
+    global _IN_FLIGHT
+    if _IN_FLIGHT >= settings.otlp_workers + settings.otlp_max_waiting:
+        return _error(ctype, 503, "too many OTLP requests being decoded; retry", {"Retry-After": "2"})
+    _IN_FLIGHT += 1
+    try:  # decoding and decompression off the event loop, on a bounded pool
+        status, rejected, message = await asyncio.wrap_future(
+            _pool().submit(_work, request.app.state.engine, bytes(body), encoding, ctype, sidecar))
     except OperationalError:
         log.warning("POST /v1/traces: database unavailable", exc_info=True)
         return _error(ctype, 503, "database unavailable", {"Retry-After": "5"})
-    rejected_runs = [rid for rid, out in result.runs.items() if out in ("rejected", "conflict")]
-    rejected = len(problems)
-    messages = problems[:5] + result.errors[:5]
-    return _success(ctype, rejected + _spans_in(spans, rejected_runs), "; ".join(messages))
-
-
-def _spans_in(spans, run_ids: list[str]) -> int:
-    if not run_ids:
-        return 0
-    from app.ingest.otlp import group_runs
-
-    groups = group_runs(spans)
-    return sum(len(groups.get(r, [])) for r in run_ids)
+    finally:
+        _IN_FLIGHT -= 1
+        del body
+    if status != 200:
+        return _error(ctype, status, message)
+    return _success(ctype, rejected, message)
