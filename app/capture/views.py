@@ -20,7 +20,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 from urllib.parse import unquote
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import Response
 from sqlalchemy.exc import OperationalError
 from starlette.concurrency import run_in_threadpool
@@ -223,10 +223,19 @@ async def otlp_traces(request: Request) -> Response:
     except SidecarError as exc:
         return _error(ctype, 400, str(exc))
     body = bytearray()
-    async for chunk in request.stream():
-        body.extend(chunk)
-        if len(body) > limit:
-            return _error(ctype, 413, f"body larger than {limit} bytes (OTLP_MAX_BODY_BYTES)")
+    too_large = False
+    try:
+        async for chunk in request.stream():
+            body.extend(chunk)
+            if len(body) > limit:
+                too_large = True
+                break
+    except HTTPException as exc:  # cut off by the BodyLimit middleware
+        if exc.status_code != 413:
+            raise
+        too_large = True
+    if too_large:
+        return _error(ctype, 413, f"body larger than {limit} bytes (OTLP_MAX_BODY_BYTES)")
     global _IN_FLIGHT
     if _IN_FLIGHT >= settings.otlp_workers + settings.otlp_max_waiting:
         return _error(ctype, 503, "too many OTLP requests being decoded; retry", {"Retry-After": "2"})

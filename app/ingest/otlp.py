@@ -1031,6 +1031,10 @@ def iter_otlp_file(path: str | os.PathLike, display: str | None = None) -> Itera
         yield item_from_raw(raw, Location(name, pointer=f"run {rid}"))
 
 
+#: JSON levels around an attribute value in OTLP/JSON (resourceSpans[i].scopeSpans[j].spans[k].attributes[l].value)
+_ENVELOPE_DEPTH = 9
+
+
 def read_body(data: bytes, content_type: str, *, limits: InputLimits | None = None, max_spans: int | None = None,
               budget: Callable[[], None] | None = None) -> tuple[list[Span], list[str]]:
     """Spans of an OTLP/HTTP request body (already un-gzipped): protobuf unless the type says JSON.
@@ -1042,8 +1046,12 @@ def read_body(data: bytes, content_type: str, *, limits: InputLimits | None = No
     lim = limits or input_limits()
     ctype = (content_type or "").split(";")[0].strip().lower()
     if ctype == "application/json":
-        try:  # strings are bounded by the body here and checked per span below
-            doc = safejson.loads(data, replace(lim, max_string_bytes=max(lim.max_string_bytes, len(data))))
+        # strings are bounded by the body here and checked per span below; the nesting of the
+        # document may exceed MAX_JSON_DEPTH by the levels of the OTLP envelope around a value
+        doc_lim = replace(lim, max_string_bytes=max(lim.max_string_bytes, len(data)),
+                          max_json_depth=min(500, lim.max_json_depth + _ENVELOPE_DEPTH))
+        try:
+            doc = safejson.loads(data, doc_lim)
         except (UnicodeDecodeError, ValueError) as exc:
             raise OtlpFormatError(f"not valid JSON: {exc}") from None
         return spans_from_json(doc, limits=lim, max_spans=max_spans, budget=budget)
