@@ -453,6 +453,7 @@ class Proxy:
             transport=transport, follow_redirects=False,
             timeout=httpx.Timeout(lim.upstream_timeout, read=max(lim.upstream_timeout, lim.stream_idle_timeout)))
         self.task_ctx: dict[str, str] = {}
+        self.pending: set[asyncio.Task] = set()  # exchanges still being recorded
         # parsing of recorded bodies and SSE streams, off the event loop (one stream's chunks in order)
         self.pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="a2a-proxy-parse")
 
@@ -586,50 +587,88 @@ class Proxy:
         frm, to = self.agent_name(), caller
         accepted = 200 <= resp.status_code < 300
         max_kept = self.limits.max_body_bytes
-
-        def parse_sse(parser: SSEParser, dec, chunk: bytes) -> list[Any]:
-            plain = dec.decompress(chunk, max_kept) if dec is not None else chunk
-            return [_json(p) for p in parser.feed(plain)]
+        if accepted and req_env is not None:
+            put(req_env)
+        # recording goes on in tasks of their own (parsing in the pool), so a client that leaves
+        # early never cuts an exchange's record short
+        queue: asyncio.Queue[bytes | None] | None = None
+        backlog = [0]
+        if sse and accepted:
+            queue = asyncio.Queue()
+            self._spawn(self._record_sse(queue, backlog, put, encoding, exchange, frm, to, rhttp))
 
         async def relay() -> AsyncIterator[bytes]:
-            record = accepted and req_env is not None
-            if record:
-                put(req_env)
-            parser = SSEParser(max_kept) if sse and accepted else None
-            dec = zlib.decompressobj(16 + zlib.MAX_WBITS) if parser is not None and encoding == "gzip" else None
             chunks: list[bytes] = []
             kept = 0
             try:
                 async for chunk in resp.aiter_raw():
                     yield chunk
-                    if parser is not None:
-                        for payload in await self._off(parse_sse, parser, dec, chunk):
-                            put(self.envelope("response", exchange, frm, to, rhttp, payload))
+                    if queue is not None:
+                        if backlog[0] <= 4 * max_kept:  # beyond: the parser cannot keep up, stop recording
+                            backlog[0] += len(chunk)
+                            queue.put_nowait(chunk)
                     elif kept <= max_kept:
                         kept += len(chunk)
                         chunks.append(chunk)
             finally:
+                if queue is not None:
+                    queue.put_nowait(None)
+                else:
+                    self._spawn(self._record_body(b"".join(chunks) if kept <= max_kept else None, encoding,
+                                                  resp.status_code, req_env, put, exchange, frm, to, rhttp))
+                del chunks
                 await resp.aclose()
-                if parser is not None:
-                    for payload in parser.close():
-                        put(self.envelope("response", exchange, frm, to, rhttp, _json(payload)))
-                elif kept > max_kept:
-                    if record:
-                        put(self.envelope("response", exchange, frm, to, rhttp, {"not_recorded": (
-                            f"response body larger than {max_kept} bytes (PROXY_MAX_BODY_BYTES)")}))
-                elif req_env is not None or accepted:
-                    doc = await self._off(_decoded_json, b"".join(chunks), encoding, max_kept)
-                    if not accepted and recordable(resp.status_code, doc) and req_env is not None:
-                        put(req_env)  # an A2A error after authentication: the exchange is recorded
-                        record = True
-                    if record and (doc is not None or resp.status_code >= 400):
-                        put(self.envelope("response", exchange, frm, to, rhttp, doc))
-                if record:
-                    put(None)
 
         response = StreamingResponse(relay(), status_code=resp.status_code)
         response.raw_headers = out_headers  # exactly the upstream's (content-length, encoding, type...)
         return response
+
+    def _spawn(self, coro) -> None:
+        task = asyncio.get_running_loop().create_task(coro)
+        self.pending.add(task)
+        task.add_done_callback(self.pending.discard)
+
+    async def _record_sse(self, queue: asyncio.Queue, backlog: list[int], put, encoding: str, exchange: str,
+                          frm: str, to: str, rhttp: dict) -> None:
+        max_kept = self.limits.max_body_bytes
+        parser = SSEParser(max_kept)
+        dec = zlib.decompressobj(16 + zlib.MAX_WBITS) if encoding == "gzip" else None
+
+        def parse(chunk: bytes) -> list[Any]:
+            plain = dec.decompress(chunk, 4 * max_kept) if dec is not None else chunk
+            return [_json(p) for p in parser.feed(plain)]
+
+        try:
+            while (chunk := await queue.get()) is not None:
+                backlog[0] -= len(chunk)
+                for payload in await self._off(parse, chunk):
+                    put(self.envelope("response", exchange, frm, to, rhttp, payload))
+            for payload in parser.close():
+                put(self.envelope("response", exchange, frm, to, rhttp, _json(payload)))
+        except Exception:  # noqa: BLE001 - recording must never break the stream
+            log.exception("proxy: recording an SSE stream failed")
+        finally:
+            put(None)
+
+    async def _record_body(self, data: bytes | None, encoding: str, status: int, req_env: dict | None, put,
+                           exchange: str, frm: str, to: str, rhttp: dict) -> None:
+        accepted = 200 <= status < 300
+        try:
+            if data is None:
+                doc: Any = {"not_recorded": f"response body larger than {self.limits.max_body_bytes} bytes "
+                                            "(PROXY_MAX_BODY_BYTES)"}
+            else:
+                doc = await self._off(_decoded_json, data, encoding, self.limits.max_body_bytes)
+            record = accepted and req_env is not None
+            if not accepted and req_env is not None and recordable(status, doc):
+                put(req_env)  # an A2A error after authentication: the exchange is recorded
+                record = True
+            if record and (doc is not None or status >= 400):
+                put(self.envelope("response", exchange, frm, to, rhttp, doc))
+        except Exception:  # noqa: BLE001
+            log.exception("proxy: recording a response failed")
+        finally:
+            put(None)
 
     async def _bounded_read(self, resp: httpx.Response) -> bytes:
         out = bytearray()
@@ -658,6 +697,8 @@ def create_proxy_app(upstream: str, recorder: Recorder, *, name: str | None = No
         try:
             yield
         finally:
+            if proxy.pending:
+                await asyncio.gather(*list(proxy.pending), return_exceptions=True)
             await recorder.stop()
             await proxy.client.aclose()
             proxy.pool.shutdown(wait=False, cancel_futures=True)
