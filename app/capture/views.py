@@ -11,12 +11,16 @@ go through app.ingest.otlp (the same mapping as trace files) into growing runs (
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
+import multiprocessing
+import os
 import threading
 import time
 import zlib
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from typing import Any
 from urllib.parse import unquote
 
@@ -79,7 +83,7 @@ def _gunzip(data: bytes, limit: int) -> bytes:
 
 
 class _Budget:
-    """CPU seconds of the worker thread handling one request (time.thread_time)."""
+    """CPU seconds of the worker handling one request (time.thread_time)."""
 
     def __init__(self, seconds: float) -> None:
         self.seconds = seconds
@@ -94,22 +98,78 @@ class _Budget:
                                "send smaller batches")
 
 
-_POOL: ThreadPoolExecutor | None = None
+#: settings the worker processes take from the server's (the server's environment may differ
+#: from what they started with, e.g. in tests)
+_WORKER_SETTINGS = ("max_json_depth", "max_string_bytes", "max_int_digits", "max_events_per_run", "max_record_bytes",
+                    "capture_sync_rebuild_records", "capture_rebuild_growth", "otlp_max_body_bytes",
+                    "otlp_max_spans_per_request", "otlp_cpu_seconds")
+_POOL: ProcessPoolExecutor | None = None
 _POOL_GUARD = threading.Lock()
 _IN_FLIGHT = 0  # requests in or waiting for the pool (changed on the event loop only)
+_ENGINES: dict[str, Any] = {}
 
 
-def _pool() -> ThreadPoolExecutor:
+def _pool() -> ProcessPoolExecutor:
+    """OTLP bodies are unpacked, decoded and stored in worker processes (spawned, niced): neither
+    the event loop nor the server's GIL or CPU share is taken by them."""
     global _POOL
     with _POOL_GUARD:
         if _POOL is None:
-            _POOL = ThreadPoolExecutor(max_workers=get_settings().otlp_workers, thread_name_prefix="otlp")
+            n = get_settings().otlp_workers
+            _POOL = ProcessPoolExecutor(max_workers=n, mp_context=multiprocessing.get_context("spawn"),
+                                        initializer=_worker_init)
+            for _ in range(n):  # start them all now, not one by one while requests wait
+                _POOL.submit(_noop)
         return _POOL
 
 
-def _work(engine, data: bytes, encoding: str, ctype: str, sidecar: dict) -> tuple[int, int, str]:
-    """In a worker thread: unpack, decode within the limits and the CPU budget, grow the runs.
+def _reset_pool() -> None:
+    global _POOL
+    with _POOL_GUARD:
+        pool, _POOL = _POOL, None
+    if pool is not None:
+        pool.shutdown(wait=False, cancel_futures=True)
+
+
+def _worker_init() -> None:
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the server stops its workers itself
+    with contextlib.suppress(OSError):
+        os.nice(10)  # the server's own requests come first
+    parent = os.getppid()
+
+    def watch() -> None:  # end with the server, even after kill -9 (then the parent changes)
+        while os.getppid() == parent:
+            time.sleep(1)
+        os._exit(0)
+
+    threading.Thread(target=watch, daemon=True, name="otlp-parent-watch").start()
+
+
+def _noop() -> None:
+    return None
+
+
+def _settings_for_worker() -> dict[str, Any]:
+    s = get_settings()
+    return {k: getattr(s, k) for k in _WORKER_SETTINGS}
+
+
+def _take_settings(values: dict[str, Any]) -> None:
+    s = get_settings()
+    if all(getattr(s, k) == v for k, v in values.items()):
+        return
+    for k, v in values.items():
+        os.environ[k.upper()] = str(v)
+    get_settings.cache_clear()
+
+
+def _work(db_url: str, settings: dict[str, Any], data: bytes, encoding: str, ctype: str,
+          sidecar: dict) -> tuple[int, int, str]:
+    """In a worker process: unpack, decode within the limits and the CPU budget, grow the runs.
     Returns (http status, rejected spans, message)."""
+    _take_settings(settings)
     s = get_settings()
     budget = _Budget(s.otlp_cpu_seconds)
     if encoding == "gzip":
@@ -127,7 +187,19 @@ def _work(engine, data: bytes, encoding: str, ctype: str, sidecar: dict) -> tupl
     except OtlpFormatError as exc:
         return 400, 0, str(exc)
     del data
-    result = _ingest(engine, spans, sidecar, budget.left)
+    engine = _ENGINES.get(db_url)
+    if engine is None:
+        from app.core.db import make_engine
+
+        engine = _ENGINES[db_url] = make_engine(db_url)
+    try:
+        result = _ingest(engine, spans, sidecar, budget.left)
+    except OperationalError:
+        log.warning("POST /v1/traces: database unavailable", exc_info=True)
+        return 503, 0, "database unavailable"
+    except Exception:  # noqa: BLE001 - logged here, answered as a 500 by the server
+        log.exception("POST /v1/traces: storing the spans failed")
+        return 500, 0, "internal error while storing the spans (logged)"
     messages = problems[:5] + result.errors[:5]
     return 200, len(problems) + result.rejected, "; ".join(messages)
 
@@ -240,15 +312,19 @@ async def otlp_traces(request: Request) -> Response:
     if _IN_FLIGHT >= settings.otlp_workers + settings.otlp_max_waiting:
         return _error(ctype, 503, "too many OTLP requests being decoded; retry", {"Retry-After": "2"})
     _IN_FLIGHT += 1
-    try:  # decoding and decompression off the event loop, on a bounded pool
+    db_url = request.app.state.engine.url.render_as_string(hide_password=False)
+    try:  # unpacking, decoding and storing off the event loop, in a bounded pool of processes
         status, rejected, message = await asyncio.wrap_future(
-            _pool().submit(_work, request.app.state.engine, bytes(body), encoding, ctype, sidecar))
-    except OperationalError:
-        log.warning("POST /v1/traces: database unavailable", exc_info=True)
-        return _error(ctype, 503, "database unavailable", {"Retry-After": "5"})
+            _pool().submit(_work, db_url, _settings_for_worker(), bytes(body), encoding, ctype, sidecar))
+    except BrokenProcessPool:  # a worker died (e.g. killed for memory): a new pool for the next request
+        log.error("POST /v1/traces: a decoding worker died; starting new ones")
+        _reset_pool()
+        return _error(ctype, 503, "the decoding worker stopped; retry", {"Retry-After": "5"})
     finally:
         _IN_FLIGHT -= 1
         del body
+    if status == 503:
+        return _error(ctype, 503, message, {"Retry-After": "5"})
     if status != 200:
         return _error(ctype, status, message)
     return _success(ctype, rejected, message)
