@@ -110,6 +110,21 @@ def test_a_string_attribute_over_max_string_bytes_is_rejected_by_name_and_never_
             assert long_text not in json.dumps(to_canonical(s, get_run(s, run.run_id)))
 
 
+def test_the_corpus_export_writes_big_runs_a_line_at_a_time():
+    from app.exports.schema import table_spec as get_spec
+    from app.exports.service import _jsonl_stream
+
+    rows = [{"run_id": f"r{i}", "events": [{"content": "y" * (2 << 20)}]} for i in range(3)]
+    counted = []
+    parts = list(_jsonl_stream(get_spec("runs_canonical"), ["run_id"], iter([rows]), counted.append))
+    assert counted == [3] and len(parts) == 3  # never the whole chunk's text at once
+    assert all(len(p) < (2 << 20) + 1000 for p in parts)
+    assert [json.loads(p)["run_id"] for p in parts] == ["r0", "r1", "r2"]
+    small = [{"run_id": f"s{i}"} for i in range(1000)]
+    parts = list(_jsonl_stream(get_spec("runs_canonical"), ["run_id"], iter([small]), counted.append))
+    assert len(parts) == 1 and parts[0].count(b"\n") == 1000
+
+
 def _json_doc(spans):
     from google.protobuf.json_format import MessageToDict
     from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
