@@ -430,29 +430,30 @@ def _ingest_envelopes(session: Session, stream: str, envelopes: list[dict], side
             continue
         seen.add(key)
         ctx = env.get("context") if isinstance(env.get("context"), str) else None
+        payload = {k: v for k, v in env.items() if k != "id"}
+        run_key = ctx
         if ctx is not None:
             touched.add(ctx)
-        else:  # untagged: a card, an error, or a ListTasks result naming several contexts
+        elif (card := _card_key(payload)) is not None:
+            run_key = card  # only the first of identical cards is read back (`_stream_rows`)
+            touched.add("")
+        else:  # untagged: an error, or a ListTasks result naming several contexts
             conv = unwrap_rest(env) if isinstance(env.get("body"), dict) or isinstance(env.get("http"), dict) else None
             if conv is not None and isinstance(conv.get("body"), dict):
                 touched.update(contexts_of_list(as_body(conv["body"])))
             touched.add("")  # the records without a context are looked at too (errors are reported)
-        session.add(CaptureRecord(source=A2A, stream=stream, record_key=key, ts=env.get("ts"), run_key=ctx,
-                                  payload={k: v for k, v in env.items() if k != "id"}))
+        session.add(CaptureRecord(source=A2A, stream=stream, record_key=key, ts=env.get("ts"), run_key=run_key,
+                                  payload=payload))
         result.accepted += 1
     if not result.accepted:
         return result
     session.flush()
     # the touched contexts' records, plus every untagged one (cards name the agents), in arrival order
     contexts = sorted(touched - {""})
-    q = select(CaptureRecord).where(CaptureRecord.source == A2A, CaptureRecord.stream == stream)
-    rows = [r for r in session.exec(q.where(col(CaptureRecord.run_key).is_(None))).all()]
-    for i in range(0, len(contexts), _CHUNK):
-        rows.extend(session.exec(q.where(col(CaptureRecord.run_key).in_(contexts[i:i + _CHUNK]))).all())
-    rows.sort(key=lambda r: r.id)
+    rows = _stream_rows(session, stream, contexts)
     per_ctx: dict[str, int] = {}
     for r in rows:
-        if r.run_key:
+        if r.run_key and not r.run_key.startswith(_CARD_PREFIX):
             per_ctx[r.run_key] = per_ctx.get(r.run_key, 0) + 1
     fd, path = tempfile.mkstemp(prefix="a2annotate-capture-", suffix=".jsonl")
     try:
@@ -482,6 +483,42 @@ def _ingest_envelopes(session: Session, stream: str, envelopes: list[dict], side
         _store(session, raw, A2A, stream, sidecar, per_ctx.get(ctx, 0), result, terminal=state in TERMINAL_STATES)
     session.flush()
     return result
+
+
+_CARD_PREFIX = "card:"
+
+
+def _card_key(payload: dict) -> str | None:
+    """``card:<digest>`` for an untagged agent card response (identical cards share it), else None."""
+    from app.capture.proxy import CARD_PATHS, EXTENDED_CARD_SUFFIXES
+
+    http = payload.get("http") if isinstance(payload.get("http"), dict) else {}
+    path = http.get("path")
+    if payload.get("direction") != "response" or not isinstance(path, str) or not (
+            path in CARD_PATHS or path.endswith(EXTENDED_CARD_SUFFIXES)):
+        return None
+    import hashlib
+
+    body = json.dumps([path, http.get("status"), payload.get("from_agent"), payload.get("to_agent"),
+                       payload.get("body")], sort_keys=True, ensure_ascii=False, default=str)
+    return _CARD_PREFIX + hashlib.sha256(body.encode("utf-8", "surrogatepass")).hexdigest()[:40]
+
+
+def _stream_rows(session: Session, stream: str, contexts: list[str]) -> list[CaptureRecord]:
+    """The records a rebuild of `contexts` reads, in arrival order: theirs, the untagged ones
+    (errors, ListTasks results) and the first of each distinct agent card (not every copy: a
+    client fetches the card on each connection, and re-reading them all made each batch slower)."""
+    q = select(CaptureRecord).where(CaptureRecord.source == A2A, CaptureRecord.stream == stream)
+    rows = list(session.exec(q.where(col(CaptureRecord.run_key).is_(None))).all())
+    firsts = session.exec(select(func.min(CaptureRecord.id)).where(
+        CaptureRecord.source == A2A, CaptureRecord.stream == stream,
+        col(CaptureRecord.run_key).startswith(_CARD_PREFIX)).group_by(CaptureRecord.run_key)).all()
+    for i in range(0, len(firsts), _CHUNK):
+        rows.extend(session.exec(q.where(col(CaptureRecord.id).in_(firsts[i:i + _CHUNK]))).all())
+    for i in range(0, len(contexts), _CHUNK):
+        rows.extend(session.exec(q.where(col(CaptureRecord.run_key).in_(contexts[i:i + _CHUNK]))).all())
+    rows.sort(key=lambda r: r.id)
+    return rows
 
 
 # --------------------------------------------------------------------------- live state

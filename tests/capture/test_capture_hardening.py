@@ -250,3 +250,42 @@ def test_a_rejected_trace_stops_accumulating_and_keeps_no_records(live, engine, 
     assert (res.accepted, res.rejected, built["spans"]) == (0, 30, 0)
     with Session(engine) as s:
         assert s.exec(select(func.count()).select_from(CaptureRecord).where(CaptureRecord.source == "otlp")).one() == 0
+
+
+# --------------------------------------------------------------------------- row 16: the proxy recorder
+
+
+def test_recorder_batches_do_not_reread_every_card(engine, monkeypatch):
+    """40 batches, each a client connecting (the card fetched again) and one exchange in a new
+    context: every batch reads back a constant number of records, not all the cards so far."""
+    from pathlib import Path
+
+    from app.capture.service import ingest_envelopes
+    from app.ingest import wire
+
+    path = Path(__file__).parents[1] / "ingest" / "data" / "wire" / "rest_binding.jsonl"
+    card, request, response = [json.loads(x) for x in path.read_text().splitlines()[:3]]
+    read: list[int] = []
+    orig = wire.iter_wire_file
+
+    def counting(p, display=None):
+        with open(p, encoding="utf-8") as f:
+            read.append(sum(1 for _ in f))
+        return orig(p, display=display)
+
+    monkeypatch.setattr(wire, "iter_wire_file", counting)
+    for i in range(40):
+        ctx = f"ctx-{i}"
+        batch = [dict(card, id=f"c{i}")]
+        for j, env in enumerate((request, response)):
+            env = json.loads(json.dumps(env).replace("ctx-rest", ctx).replace('"t1"', f'"t{i}"'))
+            batch.append(dict(env, id=f"e{i}-{j}", context=ctx, exchange=f"x{i}"))
+        with Session(engine) as s:
+            res = ingest_envelopes(s, "many-clients", batch)
+            s.commit()
+        assert res.accepted == 3 and ctx in res.runs
+    assert read[0] == read[-1] == 3, read  # one card, the exchange's two envelopes
+    with Session(engine) as s:
+        assert s.exec(select(func.count()).select_from(CaptureRecord)).one() == 120  # every record is kept
+        run = to_canonical(s, get_run(s, "ctx-39"))
+    assert "Two lamps please" in [e["content"] for e in run["events"]]
