@@ -26,6 +26,7 @@ SECTIONS = (
     ("Run page", "bench_run_page"),
     ("Detectors", "bench_detectors"),
     ("Server", "bench_server"),
+    ("Live capture under attack", "bench_capture"),
 )
 
 
