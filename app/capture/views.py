@@ -38,7 +38,13 @@ from app.ingest.otlp import OtlpFormatError, OtlpTooLarge, read_body
 from app.ingest.sidecar import SidecarError, check_sidecar, load_sidecar
 
 log = logging.getLogger(__name__)
-router = APIRouter(tags=["live capture"])
+def _prewarm() -> None:
+    """At server start: the decoding workers are started in the background (spawning them takes
+    seconds; the first OTLP request should not wait for it)."""
+    threading.Thread(target=_pool, daemon=True, name="otlp-pool-start").start()
+
+
+router = APIRouter(tags=["live capture"], on_startup=[_prewarm])
 PROTOBUF = "application/x-protobuf"
 JSON = "application/json"
 SIDECAR_HEADER = "a2annotate-sidecar"
