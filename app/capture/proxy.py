@@ -406,6 +406,8 @@ class ProxyLimits:
                    max_connections=st.proxy_max_connections)
 
 
+#: a non-streamed answer up to this size is parsed on the loop at once (a JSON-RPC answer); larger in the pool
+_INLINE_BYTES = 64 * 1024
 #: upstream answers never recorded: the agent refused the caller (or the proxy could not ask it)
 REFUSED_STATUSES = frozenset({401, 403, 407, 429})
 
@@ -613,6 +615,9 @@ class Proxy:
             finally:
                 if queue is not None:
                     queue.put_nowait(None)
+                elif kept <= _INLINE_BYTES and encoding.lower() in ("", "identity"):  # the usual small answer
+                    self._finish_body(_json(b"".join(chunks)), resp.status_code, req_env, put, exchange, frm, to,
+                                      rhttp)
                 else:
                     self._spawn(self._record_body(b"".join(chunks) if kept <= max_kept else None, encoding,
                                                   resp.status_code, req_env, put, exchange, frm, to, rhttp))
@@ -652,23 +657,26 @@ class Proxy:
 
     async def _record_body(self, data: bytes | None, encoding: str, status: int, req_env: dict | None, put,
                            exchange: str, frm: str, to: str, rhttp: dict) -> None:
-        accepted = 200 <= status < 300
         try:
             if data is None:
                 doc: Any = {"not_recorded": f"response body larger than {self.limits.max_body_bytes} bytes "
                                             "(PROXY_MAX_BODY_BYTES)"}
             else:
                 doc = await self._off(_decoded_json, data, encoding, self.limits.max_body_bytes)
-            record = accepted and req_env is not None
-            if not accepted and req_env is not None and recordable(status, doc):
-                put(req_env)  # an A2A error after authentication: the exchange is recorded
-                record = True
-            if record and (doc is not None or status >= 400):
-                put(self.envelope("response", exchange, frm, to, rhttp, doc))
+            self._finish_body(doc, status, req_env, put, exchange, frm, to, rhttp)
         except Exception:  # noqa: BLE001
             log.exception("proxy: recording a response failed")
-        finally:
             put(None)
+
+    def _finish_body(self, doc: Any, status: int, req_env: dict | None, put, exchange: str, frm: str, to: str,
+                     rhttp: dict) -> None:
+        record = 200 <= status < 300 and req_env is not None
+        if not record and req_env is not None and recordable(status, doc):
+            put(req_env)  # an A2A error after authentication: the exchange is recorded
+            record = True
+        if record and (doc is not None or status >= 400):
+            put(self.envelope("response", exchange, frm, to, rhttp, doc))
+        put(None)
 
     async def _bounded_read(self, resp: httpx.Response) -> bytes:
         out = bytearray()
