@@ -7,6 +7,12 @@ Answer, as OTLP/HTTP specifies, in the request's encoding: 200 with an ``ExportT
 ``google.rpc.Status`` for a body that does not decode; 401/403 for auth; 413 too large; 415 for
 another content type; 503 (retryable, ``Retry-After``) when the database is unavailable. The spans
 go through app.ingest.otlp (the same mapping as trace files) into growing runs (app.capture.service).
+
+Hostile input: the body is bounded (OTLP_MAX_BODY_BYTES, as sent and unpacked) before it is
+decoded; unpacking, decoding (every input limit checked per span; a span over one is rejected by
+name in the partial success) and storing run in a bounded pool of worker processes (OTLP_WORKERS,
+spawned and niced; OTLP_MAX_WAITING more may wait, 503 beyond), under a CPU budget
+(OTLP_CPU_SECONDS); more than OTLP_MAX_SPANS_PER_REQUEST spans is a 413 before any is converted.
 """
 from __future__ import annotations
 
@@ -268,9 +274,11 @@ _STATUS_CONTENT = {
                            for code, what in ((400, "the body does not decode"),
                                               (401, "missing or invalid Bearer token"),
                                               (403, "the token's user is not admin or reviewer"),
-                                              (413, "body too large"),
+                                              (413, "body (as sent or unpacked) or span count over "
+                                                    "the limits, or the CPU budget spent"),
                                               (415, "not application/x-protobuf or application/json"),
-                                              (503, "database unavailable; retry (Retry-After)"))}},
+                                              (503, "database unavailable or too many requests "
+                                                    "waiting; retry (Retry-After)"))}},
              openapi_extra={"requestBody": {"required": True, "content": {
                  PROTOBUF: {"schema": {"type": "string", "format": "binary",
                                        "description": "ExportTraceServiceRequest"}},
