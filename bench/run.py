@@ -27,6 +27,7 @@ SECTIONS = (
     ("Detectors", "bench_detectors"),
     ("Judges", "bench_judges"),
     ("Server", "bench_server"),
+    ("Live capture under attack", "bench_capture"),
 )
 
 

@@ -14,7 +14,7 @@ import json
 import os
 import tempfile
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -25,15 +25,19 @@ from app.capture.models import CaptureError, CaptureRecord, LiveRun
 from app.ingest.canonical import Location, RunFormatError
 from app.ingest.items import item_from_raw
 from app.ingest.loader import RunConflict, store_live_run
-from app.ingest.readers.otlp import Span, build_runs, dedupe, iso_ns
+from app.ingest.readers import otlp_agents_sdk
+from app.ingest.readers.otlp import Span, build_run, conversation_of, dedupe, group_runs, iso_ns
 from app.ingest.registry import registry
 from app.ingest.sidecar import apply_sidecar
 from app.runs.models import Run
 
 OTLP = "otlp"
+#: a marker record per trace of a rejected OTLP run (its later spans are refused)
+OTLP_REJECTED = "otlp-rejected"
 A2A = "a2a"
 TERMINAL_STATES = frozenset({"completed", "failed", "canceled", "cancelled", "rejected"})
-_LOCK = threading.Lock()  # one rebuild at a time per process (batches of one run may race)
+_STREAM_LOCKS: dict[str, threading.Lock] = {}  # A2A: one rebuild at a time per recorder stream
+_STREAM_LOCKS_GUARD = threading.Lock()
 _CHUNK = 500
 
 
@@ -122,8 +126,9 @@ def _store(session: Session, raw: dict, source: str, stream: str | None, sidecar
     result.runs[rid] = outcome
 
 
-def _drop_stale(session: Session, run_ids: Iterable[str]) -> None:
-    """Remove live runs that no longer exist after a rebuild (a trace that joined a conversation)."""
+def _drop_stale(session: Session, run_ids: Iterable[str], keep_live: bool = False) -> None:
+    """Remove live runs that no longer exist after a rebuild (a trace that joined a conversation)
+    (`keep_live`: only the stored run, e.g. of a run rejected)."""
     for rid in run_ids:
         live = session.exec(select(LiveRun).where(LiveRun.run_id == rid)).first()
         if live is None:
@@ -136,73 +141,282 @@ def _drop_stale(session: Session, run_ids: Iterable[str]) -> None:
                     Annotation.run_pk == row.id)).one():
                 continue  # annotated: keep it
             session.delete(row)
-        session.delete(live)
+        if not keep_live:
+            session.delete(live)
 
 
 # --------------------------------------------------------------------------- OTLP
 
-def ingest_spans(session: Session, spans: list[Span], sidecar: dict | None = None) -> CaptureResult:
-    """Keep `spans` (new ones only) and grow every run they belong to. Caller commits."""
-    with _LOCK:
-        return _ingest_spans(session, spans, sidecar)
+def _rebuild_policy() -> tuple[int, float, int]:
+    from app.core.config import get_settings
+
+    s = get_settings()
+    return s.capture_sync_rebuild_records, s.capture_rebuild_growth, s.max_events_per_run
 
 
-def _ingest_spans(session: Session, spans: list[Span], sidecar: dict | None) -> CaptureResult:
+def _lock_keys(session: Session, keys: Iterable[str]) -> None:
+    """Serialize batches of the same traces/runs between processes (PostgreSQL advisory locks, held
+    until the transaction ends; SQLite serializes writers itself: the session began with BEGIN
+    IMMEDIATE or takes the write lock at its first insert)."""
+    if session.get_bind().dialect.name != "postgresql":
+        return
+    from sqlalchemy import text
+
+    for k in sorted(set(keys)):
+        session.execute(text("SELECT pg_advisory_xact_lock(hashtext(:k))"), {"k": f"a2annotate-capture:{k}"})
+
+
+def ingest_spans(session: Session, spans: list[Span], sidecar: dict | None = None,
+                 budget: Callable[[], bool] | None = None) -> CaptureResult:
+    """Keep `spans` (new ones only) and grow every run they belong to. Caller commits.
+
+    Incremental: spans of a trace that is already part of a run (and name no other conversation)
+    are added to that run's records, and the run is rebuilt only while it is small
+    (CAPTURE_SYNC_REBUILD_RECORDS) or once it grew by CAPTURE_REBUILD_GROWTH since its last build,
+    so a long trace costs linear time in all, not quadratic; the rest is built when more arrives
+    or when the run becomes final (`finalize_idle`). A run over MAX_EVENTS_PER_RUN spans is
+    rejected before anything is built; a rejected run keeps no records and refuses its traces'
+    later spans (`result.rejected`, named in `result.errors`). `budget()` false: the CPU budget
+    of the request is spent, the runs not yet rebuilt are left pending (built later)."""
     result = CaptureResult()
     spans = dedupe(spans)
+    if not spans:
+        return result
+    traces = sorted({s.trace_id for s in spans})
+    convs = sorted({c for c in (conversation_of(s) for s in spans) if c})
+    _lock_keys(session, traces + convs)
     have = _existing_keys(session, OTLP, [s.key for s in spans])
     new = [s for s in spans if s.key not in have]
     result.duplicates = len(spans) - len(new)
-    result.accepted = len(new)
+    new = _refuse_rejected(session, new, result)
     if not new:
         return result
+    result.accepted = len(new)
+    by_trace: dict[str, list[Span]] = {}
+    for s in new:
+        by_trace.setdefault(s.trace_id, []).append(s)
+    known = _known_runs(session, list(by_trace))
+    grow: dict[str, int] = {}
+    full: list[str] = []
+    run_key_of: dict[str, str] = {}
+    for tid, group in by_trace.items():
+        keys = known.get(tid, set())
+        if len(keys) == 1:
+            (rk,) = keys
+            if all(conversation_of(s) in (None, rk) for s in group):
+                run_key_of[tid] = rk
+                grow[rk] = grow.get(rk, 0) + len(group)
+                continue
+        full.append(tid)
     for s in new:
         session.add(CaptureRecord(source=OTLP, stream=s.trace_id, record_key=s.key, ts=iso_ns(s.start_ns),
-                                  payload=s.to_json()))
+                                  run_key=run_key_of.get(s.trace_id), payload=s.to_json()))
     session.flush()
-    traces = sorted({s.trace_id for s in new})
+    sync_records, growth, max_events = _rebuild_policy()
+    rebuild: list[str] = []
+    for rk, added in sorted(grow.items()):
+        _lock_keys(session, [rk])
+        live = session.exec(select(LiveRun).where(LiveRun.run_id == rk)).first()
+        total = _count_records(session, rk)
+        built = live.n_records if live is not None else 0
+        if total > max_events:
+            _reject(session, rk, _records_traces(session, rk), f"{total} spans, more than MAX_EVENTS_PER_RUN "
+                    f"({max_events}) events", result, added)
+        elif live is None or total <= sync_records or total - built >= growth * max(built, 1) \
+                or live.state != "recording":
+            rebuild.append(rk)
+        else:  # recorded, built later: the stored run is at most CAPTURE_REBUILD_GROWTH behind
+            _mark_pending(session, live, result, rk)
+    if rebuild:
+        full.extend(sorted({r.stream for r in _records_where(session, col(CaptureRecord.run_key).in_, rebuild)}))
+    if full:
+        _rebuild_traces(session, sorted(set(full)), sidecar, result, budget, new_keys={s.key for s in new})
+    session.flush()
+    return result
+
+
+def _mark_pending(session: Session, live: LiveRun, result: CaptureResult, rid: str) -> None:
+    live.last_seen = _now()
+    if live.state == "final":
+        live.state, live.final_reason = "recording", None
+    session.add(live)
+    result.runs[rid] = "pending"
+
+
+def _count_records(session: Session, run_key: str) -> int:
+    return session.exec(select(func.count()).select_from(CaptureRecord).where(
+        CaptureRecord.source == OTLP, CaptureRecord.run_key == run_key)).one()
+
+
+def _records_traces(session: Session, run_key: str) -> list[str]:
+    return sorted(set(session.exec(select(CaptureRecord.stream).where(
+        CaptureRecord.source == OTLP, CaptureRecord.run_key == run_key).distinct()).all()))
+
+
+def _known_runs(session: Session, traces: list[str]) -> dict[str, set[str]]:
+    """For each trace already recorded: the runs its records went into at their last build."""
+    out: dict[str, set[str]] = {}
+    for i in range(0, len(traces), _CHUNK):
+        part = traces[i:i + _CHUNK]
+        for tid, rk in session.exec(select(CaptureRecord.stream, CaptureRecord.run_key).where(
+                CaptureRecord.source == OTLP, col(CaptureRecord.stream).in_(part),
+                col(CaptureRecord.run_key).is_not(None)).distinct()).all():
+            out.setdefault(tid, set()).add(rk)
+    return out
+
+
+def _refuse_rejected(session: Session, spans: list[Span], result: CaptureResult) -> list[Span]:
+    """Drop (and count as rejected) the spans of traces or conversations whose run was rejected."""
+    if not spans:
+        return spans
+    traces = sorted({s.trace_id for s in spans})
+    marks: dict[str, tuple[str, str]] = {}
+    for i in range(0, len(traces), _CHUNK):
+        for r in session.exec(select(CaptureRecord).where(CaptureRecord.source == OTLP_REJECTED,
+                                                          col(CaptureRecord.record_key).in_(traces[i:i + _CHUNK]))):
+            marks[r.record_key] = (r.run_key or r.record_key, (r.payload or {}).get("reason", "rejected"))
+    names = sorted({c for c in (conversation_of(s) for s in spans) if c} | set(traces))
+    dead: dict[str, str] = {}
+    for i in range(0, len(names), _CHUNK):
+        for live in session.exec(select(LiveRun).where(col(LiveRun.run_id).in_(names[i:i + _CHUNK]),
+                                                       LiveRun.state == "rejected")):
+            dead[live.run_id] = live.final_reason or "rejected"
+    kept: list[Span] = []
+    refused: dict[str, int] = {}
+    why: dict[str, str] = {}
+    for s in spans:
+        hit = marks.get(s.trace_id)
+        if hit is None:
+            c = conversation_of(s)
+            for rid in (c, s.trace_id):
+                if rid is not None and rid in dead:
+                    hit = (rid, dead[rid])
+                    break
+        if hit is None:
+            kept.append(s)
+            continue
+        refused[hit[0]] = refused.get(hit[0], 0) + 1
+        why[hit[0]] = hit[1]
+    for rid, n in refused.items():
+        result.rejected += n
+        result.errors.append(f"run {rid!r} was rejected ({why[rid]}): {n} later span(s) of its traces refused")
+        result.runs.setdefault(rid, "refused")
+    return kept
+
+
+def _reject(session: Session, rid: str, traces: Iterable[str], reason: str, result: CaptureResult,
+            n_new: int, note: bool = True) -> None:
+    """Reject run `rid` for good: its records are deleted, its traces marked (later spans refused),
+    its live state "rejected", a partly stored run removed (unless annotated)."""
+    traces = sorted(set(traces))
+    msg = f"run {rid!r} rejected: {reason}; its records are dropped and later spans of its traces refused"
+    session.execute(delete(CaptureRecord).where(CaptureRecord.source == OTLP, CaptureRecord.run_key == rid))
+    for i in range(0, len(traces), _CHUNK):
+        part = traces[i:i + _CHUNK]
+        session.execute(delete(CaptureRecord).where(CaptureRecord.source == OTLP, col(CaptureRecord.stream).in_(part)))
+        have = set(session.exec(select(CaptureRecord.record_key).where(
+            CaptureRecord.source == OTLP_REJECTED, col(CaptureRecord.record_key).in_(part))).all())
+        for tid in part:
+            if tid not in have:
+                session.add(CaptureRecord(source=OTLP_REJECTED, stream=tid, record_key=tid, run_key=rid,
+                                          payload={"reason": reason[:2000]}))
+    _drop_stale(session, [rid], keep_live=True)
+    live = session.exec(select(LiveRun).where(LiveRun.run_id == rid)).first()
+    if live is None:
+        live = LiveRun(run_id=rid, source=OTLP, stream=rid, first_seen=_now())
+    live.state, live.final_reason, live.last_seen, live.n_records = "rejected", reason[:200], _now(), 0
+    session.add(live)
+    result.rejected += n_new
+    result.errors.append(msg)
+    if note:
+        record_error(session, OTLP, rid, msg)
+    result.runs[rid] = "rejected"
+
+
+def _rebuild_traces(session: Session, traces: list[str], sidecar: dict | None, result: CaptureResult,
+                    budget: Callable[[], bool] | None, new_keys: set[str]) -> None:
+    """Rebuild every run that spans of `traces` belong to (with the other traces of the same
+    conversations), each from all of its records."""
     rows = _records_where(session, col(CaptureRecord.stream).in_, traces)
-    build = _span_reader(new)
-    first = build([Span.from_json(r.payload) for r in rows])
+    first = group_runs(Span.from_json(r.payload) for r in rows)
     run_ids = set(first)
-    # other traces already in the same conversations
+    del first
+    _lock_keys(session, run_ids)
+    # other traces already in the same conversations, and every record of those traces
     more = _records_where(session, col(CaptureRecord.run_key).in_, sorted(run_ids))
     by_id = {r.id: r for r in rows}
     by_id.update({r.id: r for r in more})
-    # and every record of those traces
     extra_traces = sorted({r.stream for r in more} - set(traces))
     for r in _records_where(session, col(CaptureRecord.stream).in_, extra_traces):
         by_id[r.id] = r
     records = list(by_id.values())
-    spans_of = {r.id: Span.from_json(r.payload) for r in records}
+    del rows, more, by_id
     previous = {r.run_key for r in records if r.run_key}
-    runs = build(list(spans_of.values()))
-    key_to_run: dict[str, str] = {}
-    for rid, raw in runs.items():
-        for e in raw["events"]:
-            o = e["data"].get("otel") if isinstance(e.get("data"), dict) else None
-            if o:
-                key_to_run[f"{o['trace_id']}:{o['span_id']}"] = rid
-    counts: dict[str, int] = {}
+    groups, key_to_run, prebuilt = _group_by_reader([Span.from_json(r.payload) for r in records])
     for r in records:
         rk = key_to_run.get(r.record_key)
         if rk is not None and r.run_key != rk:
             r.run_key = rk
             session.add(r)
-        if rk is not None:
-            counts[rk] = counts.get(rk, 0) + 1
-    for rid, raw in runs.items():
-        _store(session, raw, OTLP, rid, sidecar, counts.get(rid, 0), result)
-    _drop_stale(session, previous - set(runs))
-    session.flush()
-    return result
+    del records
+    _, _, max_events = _rebuild_policy()
+    for rid in sorted(groups):
+        group = groups.pop(rid)
+        n_new = sum(1 for s in group if s.key in new_keys)
+        if len(group) > max_events:  # at least one event per span: rejected without building it
+            _reject(session, rid, {s.trace_id for s in group}, f"{len(group)} spans, more than "
+                    f"MAX_EVENTS_PER_RUN ({max_events}) events", result, n_new)
+            continue
+        live = session.exec(select(LiveRun).where(LiveRun.run_id == rid)).first()
+        if budget is not None and not budget() and live is not None and live.state == "recording":
+            _mark_pending(session, live, result, rid)  # this request's CPU budget is spent
+            continue
+        raw = prebuilt.pop(rid, None) or otlp_agents_sdk.build_run(rid, group) or build_run(rid, group)
+        _store(session, raw, OTLP, rid, sidecar, len(group), result)
+        if result.runs.get(rid) == "rejected":
+            err = result.errors.pop() if result.errors else "rejected"
+            _reject(session, rid, {s.trace_id for s in group}, err.removeprefix(f"run {rid!r}: "), result, n_new,
+                    note=False)
+    _drop_stale(session, previous - set(key_to_run.values()))
 
 
-def _span_reader(spans: list[Span]):
-    """How the registry's reader for these spans (the built-in otlp reader unless a plugin scores
-    higher) turns spans into raw runs."""
+def _group_by_reader(spans: list[Span]) -> tuple[dict[str, list[Span]], dict[str, str], dict[str, dict]]:
+    """(spans by run id, run id by span key, runs already built) by the registry's reader for
+    these spans: a plugin with ``sniff_spans`` / ``runs_from_spans`` that claims them builds the
+    runs itself (its events name their spans in ``data.otel``); otherwise the built-in OTLP
+    mapping groups them and each run is built by `build_run` (or, for OpenAI Agents SDK spans, as
+    that SDK's export is built)."""
     pick = registry().pick_spans(spans)
-    return pick.reader.runs_from_spans if pick.reader is not None else build_runs
+    if pick.reader is None or getattr(pick.reader, "name", "") == "otlp":
+        groups = group_runs(spans)
+        return groups, {s.key: rid for rid, group in groups.items() for s in group}, {}
+    built = pick.reader.runs_from_spans(spans)
+    by_key = {s.key: s for s in spans}
+    key_to_run: dict[str, str] = {}
+    for rid, raw in built.items():
+        for e in raw.get("events") or []:
+            o = e.get("data", {}).get("otel") if isinstance(e.get("data"), dict) else None
+            if isinstance(o, dict) and f"{o.get('trace_id')}:{o.get('span_id')}" in by_key:
+                key_to_run[f"{o['trace_id']}:{o['span_id']}"] = rid
+    groups: dict[str, list[Span]] = {rid: [] for rid in built}
+    for key, rid in key_to_run.items():
+        groups[rid].append(by_key[key])
+    return groups, key_to_run, built
+
+
+def rebuild_run(session: Session, run_id: str, *, finalizing: bool = False) -> CaptureResult:
+    """Rebuild one live OTLP run from all of its records now (a pending one, e.g. when it becomes final)."""
+    result = CaptureResult()
+    live = session.exec(select(LiveRun).where(LiveRun.run_id == run_id)).first()
+    traces = _records_traces(session, run_id)
+    if live is None or live.source != OTLP or not traces:
+        return result
+    sidecar = live.sidecar or None
+    _rebuild_traces(session, traces, sidecar, result, None, set())
+    if finalizing and live.state == "recording":
+        live.state, live.final_reason = "final", "idle"
+        session.add(live)
+    return result
 
 
 def _records_where(session: Session, op, values: list[str]) -> list[CaptureRecord]:
@@ -220,7 +434,10 @@ def ingest_envelopes(session: Session, stream: str, envelopes: list[dict], sidec
 
     The stream's records are read back in order and imported through app.ingest.readers.wire exactly as a
     wire-log file holding them would be."""
-    with _LOCK:
+    with _STREAM_LOCKS_GUARD:
+        lock = _STREAM_LOCKS.setdefault(stream, threading.Lock())
+    with lock:
+        _lock_keys(session, [f"a2a:{stream}"])
         return _ingest_envelopes(session, stream, envelopes, sidecar)
 
 
@@ -239,29 +456,30 @@ def _ingest_envelopes(session: Session, stream: str, envelopes: list[dict], side
             continue
         seen.add(key)
         ctx = env.get("context") if isinstance(env.get("context"), str) else None
+        payload = {k: v for k, v in env.items() if k != "id"}
+        run_key = ctx
         if ctx is not None:
             touched.add(ctx)
-        else:  # untagged: a card, an error, or a ListTasks result naming several contexts
+        elif (card := _card_key(payload)) is not None:
+            run_key = card  # only the first of identical cards is read back (`_stream_rows`)
+            touched.add("")
+        else:  # untagged: an error, or a ListTasks result naming several contexts
             conv = unwrap_rest(env) if isinstance(env.get("body"), dict) or isinstance(env.get("http"), dict) else None
             if conv is not None and isinstance(conv.get("body"), dict):
                 touched.update(contexts_of_list(as_body(conv["body"])))
             touched.add("")  # the records without a context are looked at too (errors are reported)
-        session.add(CaptureRecord(source=A2A, stream=stream, record_key=key, ts=env.get("ts"), run_key=ctx,
-                                  payload={k: v for k, v in env.items() if k != "id"}))
+        session.add(CaptureRecord(source=A2A, stream=stream, record_key=key, ts=env.get("ts"), run_key=run_key,
+                                  payload=payload))
         result.accepted += 1
     if not result.accepted:
         return result
     session.flush()
     # the touched contexts' records, plus every untagged one (cards name the agents), in arrival order
     contexts = sorted(touched - {""})
-    q = select(CaptureRecord).where(CaptureRecord.source == A2A, CaptureRecord.stream == stream)
-    rows = [r for r in session.exec(q.where(col(CaptureRecord.run_key).is_(None))).all()]
-    for i in range(0, len(contexts), _CHUNK):
-        rows.extend(session.exec(q.where(col(CaptureRecord.run_key).in_(contexts[i:i + _CHUNK]))).all())
-    rows.sort(key=lambda r: r.id)
+    rows = _stream_rows(session, stream, contexts)
     per_ctx: dict[str, int] = {}
     for r in rows:
-        if r.run_key:
+        if r.run_key and not r.run_key.startswith(_CARD_PREFIX):
             per_ctx[r.run_key] = per_ctx.get(r.run_key, 0) + 1
     fd, path = tempfile.mkstemp(prefix="a2annotate-capture-", suffix=".jsonl")
     try:
@@ -293,6 +511,42 @@ def _ingest_envelopes(session: Session, stream: str, envelopes: list[dict], side
     return result
 
 
+_CARD_PREFIX = "card:"
+
+
+def _card_key(payload: dict) -> str | None:
+    """``card:<digest>`` for an untagged agent card response (identical cards share it), else None."""
+    from app.capture.proxy import CARD_PATHS, EXTENDED_CARD_SUFFIXES
+
+    http = payload.get("http") if isinstance(payload.get("http"), dict) else {}
+    path = http.get("path")
+    if payload.get("direction") != "response" or not isinstance(path, str) or not (
+            path in CARD_PATHS or path.endswith(EXTENDED_CARD_SUFFIXES)):
+        return None
+    import hashlib
+
+    body = json.dumps([path, http.get("status"), payload.get("from_agent"), payload.get("to_agent"),
+                       payload.get("body")], sort_keys=True, ensure_ascii=False, default=str)
+    return _CARD_PREFIX + hashlib.sha256(body.encode("utf-8", "surrogatepass")).hexdigest()[:40]
+
+
+def _stream_rows(session: Session, stream: str, contexts: list[str]) -> list[CaptureRecord]:
+    """The records a rebuild of `contexts` reads, in arrival order: theirs, the untagged ones
+    (errors, ListTasks results) and the first of each distinct agent card (not every copy: a
+    client fetches the card on each connection, and re-reading them all made each batch slower)."""
+    q = select(CaptureRecord).where(CaptureRecord.source == A2A, CaptureRecord.stream == stream)
+    rows = list(session.exec(q.where(col(CaptureRecord.run_key).is_(None))).all())
+    firsts = session.exec(select(func.min(CaptureRecord.id)).where(
+        CaptureRecord.source == A2A, CaptureRecord.stream == stream,
+        col(CaptureRecord.run_key).startswith(_CARD_PREFIX)).group_by(CaptureRecord.run_key)).all()
+    for i in range(0, len(firsts), _CHUNK):
+        rows.extend(session.exec(q.where(col(CaptureRecord.id).in_(firsts[i:i + _CHUNK]))).all())
+    for i in range(0, len(contexts), _CHUNK):
+        rows.extend(session.exec(q.where(col(CaptureRecord.run_key).in_(contexts[i:i + _CHUNK]))).all())
+    rows.sort(key=lambda r: r.id)
+    return rows
+
+
 # --------------------------------------------------------------------------- live state
 
 def finalize_idle(session: Session, idle_seconds: float | None = None, now: datetime | None = None) -> int:
@@ -302,12 +556,18 @@ def finalize_idle(session: Session, idle_seconds: float | None = None, now: date
 
         idle_seconds = get_settings().capture_idle_seconds
     cutoff = (now or _now()) - timedelta(seconds=idle_seconds)
-    ids = session.exec(select(LiveRun.id).where(LiveRun.state == "recording", LiveRun.last_seen < cutoff)).all()
-    if not ids:  # the usual case: read only, no write lock taken by a page view
+    idle = session.exec(select(LiveRun).where(LiveRun.state == "recording", LiveRun.last_seen < cutoff)).all()
+    if not idle:  # the usual case: read only, no write lock taken by a page view
         return 0
+    ids = [live.id for live in idle]
+    rebuilt = 0
+    for live in idle:  # OTLP records not built yet (see ingest_spans): the final run holds them all
+        if live.source == OTLP and _count_records(session, live.run_id) != live.n_records:
+            rebuild_run(session, live.run_id, finalizing=True)
+            rebuilt += 1
     res = session.execute(update(LiveRun).where(col(LiveRun.id).in_(ids), LiveRun.state == "recording")
                           .values(state="final", final_reason="idle"))
-    return res.rowcount or 0
+    return (res.rowcount or 0) + rebuilt
 
 
 def recording_run_ids(session: Session, run_ids: Iterable[str] | None = None) -> set[str]:

@@ -78,7 +78,7 @@ def record(listen, upstream, name, client_name, public_url, sidecar, config_path
 
     import uvicorn
 
-    from app.capture.proxy import Recorder, create_proxy_app
+    from app.capture.proxy import Recorder, create_proxy_app, uvicorn_config
     from app.core.config import get_settings
     from app.ingest.sidecar import load_sidecar
 
@@ -109,7 +109,7 @@ def record(listen, upstream, name, client_name, public_url, sidecar, config_path
         check_listen(host, port)
         app = create_proxy_app(p["upstream"], rec, name=p.get("name"), public_url=p.get("public_url"),
                                client_name=p.get("client_name") or client_name)
-        servers.append(uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="info")))
+        servers.append(uvicorn.Server(uvicorn_config(app, host, port, log_level="info")))
         click.echo(f"recording {p['upstream']} on http://{host}:{port}/" + (f" as {p['name']}" if p.get("name") else ""))
 
     async def main() -> None:

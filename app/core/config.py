@@ -117,6 +117,33 @@ class Settings(BaseSettings):
     #: Live capture: sidecar file (YAML/JSON: per agent principal, objective, constraints, model,
     #: harness, private_state) applied to runs arriving on POST /v1/traces.
     capture_sidecar: Path | None = None
+    #: Live capture: a run of at most this many records is rebuilt at every batch that reaches it;
+    #: a larger one once it grew by CAPTURE_REBUILD_GROWTH (a fraction) since its last build, and
+    #: when it becomes final (linear cost for a long trace, not quadratic).
+    capture_sync_rebuild_records: int = Field(2000, ge=0)
+    capture_rebuild_growth: float = Field(0.25, ge=0)
+    #: POST /v1/traces: largest body, in bytes, both as sent and unpacked (gzip); 413 beyond.
+    otlp_max_body_bytes: int = Field(16 * 1024 * 1024, ge=1024)
+    #: POST /v1/traces: most spans in one request (counted before any is converted); 413 beyond.
+    otlp_max_spans_per_request: int = Field(20_000, ge=1)
+    #: POST /v1/traces: CPU seconds one request may spend decoding and rebuilding runs; decoding
+    #: past it is refused (413), runs not rebuilt by then are built with a later batch.
+    otlp_cpu_seconds: float = Field(10.0, gt=0)
+    #: POST /v1/traces: requests decoded at once (worker threads, off the event loop), and how
+    #: many more may wait for one; beyond that 503 with Retry-After.
+    otlp_workers: int = Field(2, ge=1)
+    otlp_max_waiting: int = Field(16, ge=0)
+    #: Recording proxy (a2annotate record): largest request or non-streamed response body, and
+    #: longest SSE event, in bytes (413 / 502 beyond, nothing recorded).
+    proxy_max_body_bytes: int = Field(16 * 1024 * 1024, ge=1024)
+    #: Recording proxy: seconds to connect to / wait for the upstream agent's answer (504 beyond);
+    #: seconds a stream from the upstream may stay silent.
+    proxy_upstream_timeout: float = Field(60.0, gt=0)
+    proxy_stream_idle_timeout: float = Field(300.0, gt=0)
+    #: Recording proxy: seconds a client may take for its headers / between chunks of its body, and
+    #: idle keep-alive connections are closed after; most connections at once (503 beyond).
+    proxy_client_timeout: float = Field(15.0, gt=0)
+    proxy_max_connections: int = Field(100, ge=1)
 
 
 @lru_cache

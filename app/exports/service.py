@@ -502,20 +502,30 @@ def _csv_stream(spec: TableSpec, columns: list[str], chunks: Iterable[list[dict]
         del data
 
 
+#: JSON Lines are written out in parts of about this size
+_JSONL_PART_BYTES = 1 << 20
+
+
 def _jsonl_stream(spec: TableSpec, columns: list[str], chunks: Iterable[list[dict]], count: Callable[[int], None]
                   ) -> Iterator[bytes]:
     whole = spec.name == "runs_canonical"
     for rows in chunks:
-        lines = [
-            json.dumps(row if whole else {c: _jsonl_value(row.get(c)) for c in columns}, ensure_ascii=False,
-                       allow_nan=False, default=str)
-            for row in rows
-        ]
         count(len(rows))
+        parts: list[bytes] = []
+        size = 0
+        # one line at a time (a run may hold strings up to MAX_STRING_BYTES each): at most about
+        # 1 MiB of lines, or one long line, is held at once, never the whole chunk's text
+        for row in rows:
+            line = (json.dumps(row if whole else {c: _jsonl_value(row.get(c)) for c in columns}, ensure_ascii=False,
+                               allow_nan=False, default=str) + "\n").encode("utf-8")
+            if parts and size + len(line) > _JSONL_PART_BYTES:
+                yield b"".join(parts)
+                parts, size = [], 0
+            parts.append(line)
+            size += len(line)
         del rows
-        data = ("\n".join(lines) + "\n").encode("utf-8") if lines else b""
-        del lines
-        yield data
+        if parts:
+            yield b"".join(parts)
 
 
 class _DrainSink:

@@ -77,7 +77,8 @@ UPLOAD_PREFIXES = ("/v1/",)  # OTLP (POST /v1/traces)
 
 class BodyLimit:
     """Pure ASGI middleware bounding every request body while it is received: MAX_UPLOAD_BYTES
-    on the upload routes, MAX_REQUEST_BYTES (forms, JSON bodies) elsewhere. A declared
+    on the upload routes, OTLP_MAX_BODY_BYTES on OTLP (/v1/traces), MAX_REQUEST_BYTES (forms,
+    JSON bodies) elsewhere. A declared
     Content-Length over the limit answers 413 at once; a chunked body is cut off the moment it
     passes the limit (413 from the route reading it). Nothing reads an unbounded body into
     memory, e.g. a 500 MB form posted to /login."""
@@ -93,8 +94,12 @@ class BodyLimit:
 
         s = get_settings()
         path = scope.get("path", "")
-        limit = s.max_upload_bytes if path in UPLOAD_PATHS or path.startswith(UPLOAD_PREFIXES) else s.max_request_bytes
-        name = "MAX_UPLOAD_BYTES" if limit == s.max_upload_bytes else "MAX_REQUEST_BYTES"
+        if path.startswith(UPLOAD_PREFIXES):
+            limit, name = s.otlp_max_body_bytes, "OTLP_MAX_BODY_BYTES"
+        elif path in UPLOAD_PATHS:
+            limit, name = s.max_upload_bytes, "MAX_UPLOAD_BYTES"
+        else:
+            limit, name = s.max_request_bytes, "MAX_REQUEST_BYTES"
         for k, v in scope.get("headers", []):
             if k == b"content-length" and v.isdigit() and int(v) > limit:
                 await _too_large(send, limit, name)

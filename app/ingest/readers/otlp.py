@@ -71,7 +71,7 @@ import json
 import math
 import os
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -83,6 +83,7 @@ from app.ingest.readers import otlp_dialects as dialects
 from app.ingest.readers import peek
 from app.ingest.readers.base import Reader, Sniff
 from app.ingest.safety import safejson
+from app.ingest.safety.limits import InputLimits, input_limits
 
 SOURCE_FORMAT = "otlp"
 NO_SCENARIO_NOTE = ("imported from OpenTelemetry traces: the scenario, the principals and the agents' "
@@ -98,6 +99,94 @@ FAILED_STATES = frozenset({"failed", "rejected"})
 
 class OtlpFormatError(ValueError):
     """A document that is not an OTLP trace export at all (the whole body is refused)."""
+
+
+class OtlpTooLarge(OtlpFormatError):
+    """A body over a limit as a whole (more spans than allowed, its CPU budget spent): refused (413)."""
+
+
+# --------------------------------------------------------------------------- input limits per span
+
+def _string_over(s: str, limit: int) -> int | None:
+    """The UTF-8 size of `s` when it is over `limit` bytes, else None (cheap for short strings)."""
+    n = len(s)
+    if n * 4 <= limit:
+        return None
+    size = n if n > limit else len(s.encode("utf-8", "surrogatepass"))
+    return size if size > limit else None
+
+
+def value_problem(value: Any, path: str, lim: InputLimits, depth: int = 0) -> str | None:
+    """The first part of an attribute value over the input limits (a string over MAX_STRING_BYTES,
+    nesting deeper than MAX_JSON_DEPTH), named by its path; None when it fits."""
+    if isinstance(value, str):
+        size = _string_over(value, lim.max_string_bytes)
+        if size is not None:
+            return f"{path} is {size} bytes, more than MAX_STRING_BYTES ({lim.max_string_bytes})"
+        return None
+    if isinstance(value, (dict, list)):
+        if depth >= lim.max_json_depth:
+            return f"{path} is nested deeper than MAX_JSON_DEPTH ({lim.max_json_depth})"
+        items = value.items() if isinstance(value, dict) else enumerate(value)
+        for k, v in items:
+            if isinstance(k, str) and (p := value_problem(k, f"{path} key", lim, depth + 1)) is not None:
+                return p
+            sub = f"{path}[{k!r}]" if isinstance(k, str) else f"{path}[{k}]"
+            if (p := value_problem(v, sub, lim, depth + 1)) is not None:
+                return p
+    return None
+
+
+def attributes_problem(attrs: dict[str, Any], what: str, lim: InputLimits) -> str | None:
+    for key, v in attrs.items():
+        name = key if _string_over(key, 200) is None else key[:200] + "..."
+        if (p := value_problem(key, f"{what} key {name!r}", lim)) is not None:
+            return p
+        if (p := value_problem(v, f"{what} {name!r}", lim, 1)) is not None:
+            return p
+    return None
+
+
+def span_problem(span: Span, lim: InputLimits) -> str | None:
+    """The first value of `span` (its own fields: name, status, attributes, span events, links)
+    over the input limits, named; None when it fits. Resource and scope are checked once per
+    resource (`attributes_problem`)."""
+    for what, v in (("name", span.name), ("status message", span.status.get("message"))):
+        if isinstance(v, str) and (p := value_problem(v, what, lim)) is not None:
+            return p
+    if (p := attributes_problem(span.attributes, "attribute", lim)) is not None:
+        return p
+    for i, e in enumerate(span.events):
+        if isinstance(e.get("name"), str) and (p := value_problem(e["name"], f"events[{i}].name", lim)) is not None:
+            return p
+        if (p := attributes_problem(e.get("attributes") or {}, f"events[{i}] attribute", lim)) is not None:
+            return p
+    for i, ln in enumerate(span.links):
+        if (p := attributes_problem(ln.get("attributes") or {}, f"links[{i}] attribute", lim)) is not None:
+            return p
+    return None
+
+
+def _span_label(path: str, span_id: str, name: str) -> str:
+    short = name if len(name) <= 80 else name[:80] + "..."
+    return f"{path} (span {span_id}{' ' + repr(short) if short else ''})"
+
+
+class _Guard:
+    """Counts spans against `max_spans` and calls `budget` every 256 spans."""
+
+    def __init__(self, max_spans: int | None, budget: Callable[[], None] | None) -> None:
+        self.max_spans, self.budget, self.n = max_spans, budget, 0
+
+    def total(self, n: int) -> None:
+        if self.max_spans is not None and n > self.max_spans:
+            raise OtlpTooLarge(f"{n} spans in one request, more than OTLP_MAX_SPANS_PER_REQUEST "
+                               f"({self.max_spans}): send smaller batches")
+
+    def step(self) -> None:
+        self.n += 1
+        if self.budget is not None and self.n % 256 == 0:
+            self.budget()
 
 
 @dataclass
@@ -236,21 +325,38 @@ def _enum(value: Any, names: dict[str, int]) -> int:
     return 0
 
 
-def spans_from_json(doc: Any, where: str = "") -> tuple[list[Span], list[str]]:
+def _json_scopes(rs: dict) -> list:
+    scopes = rs.get("scopeSpans", rs.get("scope_spans", rs.get("instrumentationLibrarySpans"))) or []
+    return scopes if isinstance(scopes, list) else []
+
+
+def _json_span_count(resource_spans: list) -> int:
+    return sum(len(ss.get("spans") or []) if isinstance(ss, dict) and isinstance(ss.get("spans"), list) else 0
+               for rs in resource_spans if isinstance(rs, dict) for ss in _json_scopes(rs))
+
+
+def spans_from_json(doc: Any, where: str = "", *, limits: InputLimits | None = None, max_spans: int | None = None,
+                    budget: Callable[[], None] | None = None) -> tuple[list[Span], list[str]]:
     """Spans of one OTLP/JSON ``ExportTraceServiceRequest``; returns (spans, problems).
 
-    Raises OtlpFormatError when `doc` is not a trace export (no ``resourceSpans``)."""
+    A span holding a value over the input limits (`span_problem`) is rejected, named in `problems`.
+    Raises OtlpFormatError when `doc` is not a trace export (no ``resourceSpans``), OtlpTooLarge
+    beyond `max_spans` spans; `budget` is called every 256 spans (it raises to stop)."""
     if not isinstance(doc, dict) or not isinstance(doc.get("resourceSpans", doc.get("resource_spans")), list):
         raise OtlpFormatError("not an OTLP trace export: expected an object with a 'resourceSpans' array")
+    lim = limits or input_limits()
+    guard = _Guard(max_spans, budget)
+    all_rs = doc.get("resourceSpans", doc.get("resource_spans")) or []
+    guard.total(_json_span_count(all_rs))
     spans: list[Span] = []
     problems: list[str] = []
-    for i, rs in enumerate(doc.get("resourceSpans", doc.get("resource_spans")) or []):
+    for i, rs in enumerate(all_rs):
         if not isinstance(rs, dict):
             problems.append(f"{where}resourceSpans[{i}]: not an object")
             continue
         resource = attributes_dict((rs.get("resource") or {}).get("attributes"))
-        scopes = rs.get("scopeSpans", rs.get("scope_spans", rs.get("instrumentationLibrarySpans"))) or []
-        for j, ss in enumerate(scopes):
+        shared = attributes_problem(resource, "resource attribute", lim)
+        for j, ss in enumerate(_json_scopes(rs)):
             if not isinstance(ss, dict):
                 problems.append(f"{where}resourceSpans[{i}].scopeSpans[{j}]: not an object")
                 continue
@@ -258,10 +364,15 @@ def spans_from_json(doc: Any, where: str = "") -> tuple[list[Span], list[str]]:
             scope = {k: sc[k] for k in ("name", "version") if isinstance(sc, dict) and sc.get(k)}
             if isinstance(sc, dict) and sc.get("attributes"):
                 scope["attributes"] = attributes_dict(sc["attributes"])
+            bad_scope = shared or value_problem(scope, "scope", lim)
             for k, sp in enumerate(ss.get("spans") or []):
+                guard.step()
                 path = f"{where}resourceSpans[{i}].scopeSpans[{j}].spans[{k}]"
                 if not isinstance(sp, dict):
                     problems.append(f"{path}: not an object")
+                    continue
+                if bad_scope is not None:
+                    problems.append(f"{path}: {bad_scope}; span rejected")
                     continue
                 tid = norm_id(sp.get("traceId", sp.get("trace_id")))
                 sid = norm_id(sp.get("spanId", sp.get("span_id")))
@@ -288,6 +399,11 @@ def spans_from_json(doc: Any, where: str = "") -> tuple[list[Span], list[str]]:
                            for ln in sp.get("links") or [] if isinstance(ln, dict)],
                     where=path,
                 ))
+                bad = span_problem(spans[-1], lim)
+                if bad is not None:
+                    spans.pop()
+                    problems.append(f"{_span_label(path, sid, sp.get('name') if isinstance(sp.get('name'), str) else '')}"
+                                    f": {bad}; span rejected")
     return spans, problems
 
 
@@ -313,28 +429,42 @@ def _pb_attrs(kvs: Any) -> dict[str, Any]:
     return {kv.key: _pb_value(kv.value) for kv in kvs}
 
 
-def spans_from_protobuf(data: bytes) -> tuple[list[Span], list[str]]:
-    """Spans of a protobuf ``ExportTraceServiceRequest``; raises OtlpFormatError if it does not parse."""
+def spans_from_protobuf(data: bytes, *, limits: InputLimits | None = None, max_spans: int | None = None,
+                        budget: Callable[[], None] | None = None) -> tuple[list[Span], list[str]]:
+    """Spans of a protobuf ``ExportTraceServiceRequest``; raises OtlpFormatError if it does not parse.
+
+    Limits as `spans_from_json`: the spans are counted before any is converted, and each span is
+    checked (`span_problem`) as it is converted; one over the limits is rejected, named in the
+    problems, and dropped."""
     from google.protobuf.message import DecodeError
     from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
+    lim = limits or input_limits()
+    guard = _Guard(max_spans, budget)
     req = ExportTraceServiceRequest()
     try:
         req.ParseFromString(data)
-    except (DecodeError, ValueError) as exc:
+    except (DecodeError, ValueError, RecursionError) as exc:
         raise OtlpFormatError(f"not a protobuf ExportTraceServiceRequest: {exc}") from None
+    guard.total(sum(len(ss.spans) for rs in req.resource_spans for ss in rs.scope_spans))
     spans: list[Span] = []
     problems: list[str] = []
     for i, rs in enumerate(req.resource_spans):
         resource = _pb_attrs(rs.resource.attributes)
+        shared = attributes_problem(resource, "resource attribute", lim)
         for j, ss in enumerate(rs.scope_spans):
             scope = {k: getattr(ss.scope, k) for k in ("name", "version") if getattr(ss.scope, k)}
             if len(ss.scope.attributes):
                 scope["attributes"] = _pb_attrs(ss.scope.attributes)
+            bad_scope = shared or value_problem(scope, "scope", lim)
             for k, sp in enumerate(ss.spans):
+                guard.step()
                 path = f"resourceSpans[{i}].scopeSpans[{j}].spans[{k}]"
                 if not sp.trace_id or not sp.span_id:
                     problems.append(f"{path}: span without {'traceId' if not sp.trace_id else 'spanId'} skipped")
+                    continue
+                if bad_scope is not None:
+                    problems.append(f"{path}: {bad_scope}; span rejected")
                     continue
                 spans.append(Span(
                     trace_id=sp.trace_id.hex(), span_id=sp.span_id.hex(),
@@ -348,6 +478,10 @@ def spans_from_protobuf(data: bytes) -> tuple[list[Span], list[str]]:
                             "attributes": _pb_attrs(ln.attributes)} for ln in sp.links],
                     where=path,
                 ))
+                bad = span_problem(spans[-1], lim)
+                if bad is not None:
+                    spans.pop()
+                    problems.append(f"{_span_label(path, sp.span_id.hex(), sp.name)}: {bad}; span rejected")
     return spans, problems
 
 
@@ -1078,16 +1212,31 @@ def iter_otlp_file(path: str | os.PathLike, display: str | None = None) -> Itera
         yield item_from_raw(raw, Location(name, pointer=f"run {rid}"))
 
 
-def read_body(data: bytes, content_type: str) -> tuple[list[Span], list[str]]:
-    """Spans of an OTLP/HTTP request body (already un-gzipped): protobuf unless the type says JSON."""
+#: JSON levels around an attribute value in OTLP/JSON (resourceSpans[i].scopeSpans[j].spans[k].attributes[l].value)
+_ENVELOPE_DEPTH = 9
+
+
+def read_body(data: bytes, content_type: str, *, limits: InputLimits | None = None, max_spans: int | None = None,
+              budget: Callable[[], None] | None = None) -> tuple[list[Span], list[str]]:
+    """Spans of an OTLP/HTTP request body (already un-gzipped): protobuf unless the type says JSON.
+
+    Within the input limits (depth and digits for the whole JSON document; strings per span, so
+    that one span over MAX_STRING_BYTES is rejected by name while the others are kept)."""
+    from dataclasses import replace
+
+    lim = limits or input_limits()
     ctype = (content_type or "").split(";")[0].strip().lower()
     if ctype == "application/json":
+        # strings are bounded by the body here and checked per span below; the nesting of the
+        # document may exceed MAX_JSON_DEPTH by the levels of the OTLP envelope around a value
+        doc_lim = replace(lim, max_string_bytes=max(lim.max_string_bytes, len(data)),
+                          max_json_depth=min(500, lim.max_json_depth + _ENVELOPE_DEPTH))
         try:
-            doc = safejson.loads(data)
+            doc = safejson.loads(data, doc_lim)
         except (UnicodeDecodeError, ValueError) as exc:
             raise OtlpFormatError(f"not valid JSON: {exc}") from None
-        return spans_from_json(doc)
-    return spans_from_protobuf(data)
+        return spans_from_json(doc, limits=lim, max_spans=max_spans, budget=budget)
+    return spans_from_protobuf(data, limits=lim, max_spans=max_spans, budget=budget)
 
 
 class OtlpReader(Reader):

@@ -1,0 +1,121 @@
+"""OTLP attacks against a live server (a2annotate serve in a subprocess, issue 23 rows 1, 2, 5, 6,
+scaled down): while they run, /healthz keeps answering within 100 ms (p99), every attack gets a
+clear 4xx or a partial success, the process stays up and its peak memory bounded. The bound is
+100 ms above the p99 the same probe measures without an attack (this machine is shared: under a
+load of 15 on 2 cores /healthz alone has a p99 of 30-80 ms)."""
+from __future__ import annotations
+
+import gzip
+import os
+import threading
+import time
+import zlib
+
+import httpx
+import pytest
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+    ExportTraceServiceRequest,
+    ExportTraceServiceResponse,
+)
+
+from tests.capture import sdk_spans
+from tests.hardening.test_live_server import _admin_token, _peak_kb, _server
+
+PEAK_RSS_BOUND_KB = 500 * 1024
+
+
+class Probe:
+    """GET /healthz every 25 ms in a thread; the latencies."""
+
+    def __init__(self, base: str):
+        self.base, self.lat, self.errors, self.stop = base, [], [], threading.Event()
+        self.thread = threading.Thread(target=self.run, daemon=True)
+
+    def run(self):
+        with httpx.Client(timeout=10) as c:
+            while not self.stop.is_set():
+                t0 = time.perf_counter()
+                try:
+                    r = c.get(self.base + "/healthz")
+                    if r.status_code != 200:
+                        self.errors.append(r.status_code)
+                except httpx.HTTPError as exc:
+                    self.errors.append(repr(exc))
+                self.lat.append(time.perf_counter() - t0)
+                time.sleep(0.025)
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.stop.set()
+        self.thread.join(15)
+
+    def p99(self) -> float:
+        lat = sorted(self.lat)
+        return lat[min(len(lat) - 1, int(len(lat) * 0.99))]
+
+
+def _many_spans(n: int) -> bytes:
+    """A real exporter body of 1,000 spans, its span list repeated to `n` spans (cheap to build)."""
+    req = ExportTraceServiceRequest.FromString(sdk_spans.protobuf(sdk_spans.long_trace(999)))
+    spans = list(req.resource_spans[0].scope_spans[0].spans)
+    while len(req.resource_spans[0].scope_spans[0].spans) < n:
+        req.resource_spans[0].scope_spans[0].spans.extend(spans)
+    return req.SerializeToString()
+
+
+@pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)
+def test_otlp_attacks_keep_the_server_answering(engine, db_url, tmp_path):
+    tok = _admin_token(engine)
+    env = {"MAX_STRING_BYTES": str(1 << 20), "MAX_EVENTS_PER_RUN": "3000"}
+    with _server(db_url, tmp_path, **env) as (proc, base, port):
+        h = {"Authorization": f"Bearer {tok}", "Content-Type": "application/x-protobuf"}
+        c = httpx.Client(base_url=base, headers=h, timeout=120)
+        results: list[tuple[str, int, bytes]] = []
+
+        def attack(name, body, **headers):
+            r = c.post("/v1/traces", content=body, headers=headers)
+            results.append((name, r.status_code, r.content))
+
+        huge_string = sdk_spans.protobuf(sdk_spans.long_trace(3, big={1: {"gen_ai.input.messages": "x" * (3 << 20)}}))
+        bomb = zlib.compressobj(9, zlib.DEFLATED, 31)
+        bomb_body = bomb.compress(b"\0" * (256 << 20)) + bomb.flush()
+        too_many = _many_spans(30_000)
+        growing = sdk_spans.batches(sdk_spans.long_trace(4000), 500)
+        assert c.post("/v1/traces", content=b"").status_code == 200  # the decoding workers are started
+        with Probe(base) as quiet:  # this (shared) machine's own latency, without an attack
+            time.sleep(3)
+        with Probe(base) as probe:
+            time.sleep(0.3)
+            threads = [threading.Thread(target=attack, args=a, kwargs=k) for a, k in (
+                (("body over OTLP_MAX_BODY_BYTES", b"\0" * (20 << 20)), {}),
+                (("string over MAX_STRING_BYTES", huge_string), {}),
+                (("gzip bomb", bomb_body), {"Content-Encoding": "gzip"}),
+                (("30k spans", too_many), {}),
+                (("30k spans gzip", gzip.compress(too_many)), {"Content-Encoding": "gzip"}),
+            )]
+            for t in threads:
+                t.start()
+            for i, batch in enumerate(growing):  # one trace growing past MAX_EVENTS_PER_RUN, then refused
+                attack(f"batch {i}", sdk_spans.protobuf(batch))
+            for t in threads:
+                t.join(120)
+            time.sleep(0.3)
+        assert proc.poll() is None and probe.errors == [], probe.errors[:5]
+        p99, base_p99 = probe.p99(), quiet.p99()
+        print(f"/healthz during the OTLP attacks: {len(probe.lat)} probes, p99 {p99 * 1000:.0f} ms, "
+              f"max {max(probe.lat) * 1000:.0f} ms (without: p99 {base_p99 * 1000:.0f} ms); "
+              f"peak RSS {_peak_kb(proc.pid) / 1024:.0f} MB; load {os.getloadavg()[0]:.1f}")
+        # within 100 ms of what this machine answers anyway (on an idle machine: 100 ms)
+        assert p99 < 0.1 + base_p99, f"/healthz p99 {p99 * 1000:.0f} ms (without an attack {base_p99 * 1000:.0f} ms)"
+        by = {name: (status, content) for name, status, content in results}
+        assert all(status < 500 for status, _ in by.values()), {k: v[0] for k, v in by.items()}
+        for name in ("body over OTLP_MAX_BODY_BYTES", "gzip bomb", "30k spans", "30k spans gzip"):
+            assert by[name][0] == 413, (name, by[name])
+        ps = ExportTraceServiceResponse.FromString(by["string over MAX_STRING_BYTES"][1]).partial_success
+        assert ps.rejected_spans == 1 and "MAX_STRING_BYTES" in ps.error_message
+        last = ExportTraceServiceResponse.FromString(by[f"batch {len(growing) - 1}"][1]).partial_success
+        assert last.rejected_spans == len(growing[-1]) and "was rejected" in last.error_message
+        assert _peak_kb(proc.pid) < PEAK_RSS_BOUND_KB
