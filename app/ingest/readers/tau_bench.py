@@ -18,7 +18,8 @@ result is linked to its call by ``tool_call_id``). ReAct trajectories (``Thought
 {...}`` and ``API output: ...`` turns) are split into the thought (a private log), the tool call
 or the reply, and the tool result. The reward is the user's outcome (success when it is 1) and the
 run's aggregate score; ``reward_info.info`` becomes the outcome's metrics; the expected actions
-and outputs are kept in ``metadata.tau_bench``.
+and outputs are kept in ``metadata.tau_bench``, declared in ``metadata.hidden_keys`` so that
+blind mode keeps them from annotators (as tau2's evaluation criteria and reward details).
 
 **tau2-bench** (`--format tau2-bench`): a ``Results`` document, ``{"timestamp", "info", "tasks":
 [...], "simulations": [...]}`` (the "json" storage), or the "dir" storage: a folder holding
@@ -47,6 +48,10 @@ from app.ingest.readers.builder import RunBuilder, as_text, load_json, peek_keys
 
 USER = "user"
 AGENT = "assistant"
+#: run-metadata paths that hold the task's answers (expected actions and outputs, graded actions;
+#: tau2's evaluation criteria and reward breakdown): hidden from annotators under blind mode
+TAU1_HIDDEN = ("tau_bench.expected_actions", "tau_bench.expected_outputs", "tau_bench.graded_actions")
+TAU2_HIDDEN = ("tau2.evaluation_criteria",)
 _POLICY_HEAD = re.compile(r"^\s*#\s*([A-Za-z][\w -]*?)\s+agent policy", re.I)
 _DOMAINS = ("airline", "retail", "telecom", "mock", "banking")
 
@@ -181,6 +186,8 @@ def tau1_record_to_item(rec: Any, stem: str, loc: Location) -> ImportItem:
                                       "user_cost": info.get("user_cost"), "domain": domain,
                                       "expected_actions": task.get("actions"), "expected_outputs": task.get("outputs"),
                                       "graded_actions": reward_info.get("actions"), "extra": extra or None})
+    # the task's answers, hidden from annotators while labels are blind (app.annotations.blind)
+    b.metadata["hidden_keys"] = list(TAU1_HIDDEN)
     return b.item(loc)
 
 
@@ -395,6 +402,7 @@ def tau2_sim_to_item(sim: Any, tasks: dict[str, dict], info: dict, loc: Location
                                  "user_info": user_info or None, "agent_info": agent_info or None,
                                  "environment": {k: v for k, v in env.items() if k != "policy"} or None,
                                  "results": header, "extra": sim_extra or None}))
+    b.metadata["hidden_keys"] = list(TAU2_HIDDEN)
     return b.item(loc)
 
 

@@ -114,3 +114,20 @@ def test_tau2_zero_silent_loss_through_the_loader(engine):
                                       r"error_tags", r"severity$", r"\.source$", r"action_id$", r"task_id$"),
                           kept=(r"^tasks\[\d+\]\.evaluation_criteria", r"global_simulation_guidelines$",
                                 r"\.arguments\.", r"^tasks\[\d+\]\.user_scenario\.instructions\.domain$"))
+
+
+def test_the_tasks_answers_are_hidden_from_blind_annotators():
+    """Expected actions and outputs (tau-bench) and evaluation criteria (tau2) are answers: a
+    blind annotator's view of the run has none of them; a reviewer's keeps them."""
+    from app.annotations.blind import Sight, visible_metadata
+
+    blind, reviewer = Sight(labels=False, demo_truth=False), Sight(labels=True, demo_truth=False)
+    first = next(iter(TauBenchReader().read(TAU1, "ferry-gpt-x.json"))).run
+    assert first["metadata"]["tau_bench"]["expected_actions"]
+    seen = visible_metadata(first["metadata"], blind)
+    assert "expected_actions" not in seen["tau_bench"] and "expected_outputs" not in seen["tau_bench"]
+    assert seen["tau_bench"]["task_id"] == first["metadata"]["tau_bench"]["task_id"]
+    assert visible_metadata(first["metadata"], reviewer)["tau_bench"]["expected_actions"]
+    good = next(iter(Tau2BenchReader().read(TAU2_JSON, "parcel.json"))).run
+    assert good["metadata"]["tau2"]["evaluation_criteria"]
+    assert "evaluation_criteria" not in visible_metadata(good["metadata"], blind)["tau2"]
