@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from app.ingest import safejson
+from app.ingest.limits import input_limits
 from app.ingest.profile import Profile, dump_profile, load_profile
 
 SAMPLE_RUNS = 25
@@ -179,10 +180,9 @@ def _records(path: Path, limit: int = SAMPLE_RECORDS) -> tuple[list, str | None]
             with open(path, encoding="utf-8-sig") as f:
                 doc = safejson.load(f)
         elif path.suffix.lower() in (".yaml", ".yml"):
-            import yaml
+            from app.ingest import safeyaml  # aliases, nesting and size within the input limits
 
-            with open(path, encoding="utf-8") as f:
-                doc = yaml.safe_load(f)
+            doc = safeyaml.load_file(path, max_bytes=input_limits().max_record_bytes, max_nodes=None)
         else:
             return [], None
     except (OSError, ValueError, UnicodeDecodeError):
