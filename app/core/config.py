@@ -32,6 +32,11 @@ class Settings(BaseSettings):
     login_max_failures_per_address: int = 20
     #: The sliding window of the login throttle, in seconds.
     login_window_seconds: int = 15 * 60
+    #: Proxies whose `X-Forwarded-For` / `X-Forwarded-Proto` are believed (uvicorn's meaning:
+    #: comma-separated addresses or networks, e.g. `127.0.0.1,10.0.0.0/8`, or `*` for any peer).
+    #: Empty (the default): the headers are ignored and a client is its connection's address, so a
+    #: client cannot pick a new address per request to get past the per-address login throttle.
+    forwarded_allow_ips: str = ""
     #: Password hashes (argon2, 64 MiB each) computed at once; further logins wait their turn.
     max_concurrent_password_hashes: int = 2
     #: Logins allowed to wait for a hashing slot; beyond that the login answers 503 (Retry-After).
