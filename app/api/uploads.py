@@ -176,7 +176,11 @@ async def receive_upload(request: Request, body_filename: Callable[[str], str], 
             head = f.read(4096)
         if not head.strip() and (writer.size <= 4096 or not await run_in_threadpool(_has_content, target)):
             raise HTTPException(422, empty_hint)
-        final = folder / ("upload" + _suffix(filename, part_type, head))
+        suffix = _suffix(filename, part_type, head)
+        if suffix == ".zip" and ctype != "multipart/form-data" and not filename.lower().endswith(".zip"):
+            # a raw zip body: named as one (`request-body.zip/runs/a.jsonl:3`), not `request-body.json`
+            filename = Path(filename).stem + ".zip"
+        final = folder / ("upload" + suffix)
         target.rename(final)
         return Upload(final, filename, part_type, writer.size, folder)
     except BaseException:

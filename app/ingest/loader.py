@@ -22,7 +22,7 @@ from sqlmodel import Session, select
 
 from app.core.db import TransactionClock, write_session
 from app.ingest.canonical import RunFormatError, canonical_json, canonical_json_bytes, compact_json
-from app.ingest.limits import storage_problem
+from app.ingest.limits import storage_problem, surrogate_path
 from app.runs.models import Agent, Audit, Check, Event, Principal, Run, Scenario, utcnow
 
 
@@ -231,7 +231,13 @@ def _prepare(run: dict[str, Any], plain: bool = False) -> tuple[bytes, str]:
     if problem is not None:
         raise RunFormatError(None, problem[1], run_id=run.get("run_id"), field=problem[0])
     if isinstance(data, str):
-        data = data.encode("utf-8")  # raises UnicodeEncodeError, rejecting the run
+        try:
+            data = data.encode("utf-8")
+        except UnicodeEncodeError as exc:  # a lone surrogate (JSON "\ud800"): rejected, naming the field
+            char = exc.object[exc.start:exc.start + 1] if isinstance(exc.object, str) else ""
+            raise RunFormatError(None, f"contains a lone surrogate ({ascii(char)[1:-1]}), which is not valid "
+                                       "Unicode text and cannot be stored", run_id=run.get("run_id"),
+                                 field=surrogate_path(run) or "run") from None
     return data, hashlib.sha256(data).hexdigest()
 
 
