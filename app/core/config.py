@@ -37,6 +37,11 @@ class Settings(BaseSettings):
     #: Empty (the default): the headers are ignored and a client is its connection's address, so a
     #: client cannot pick a new address per request to get past the per-address login throttle.
     forwarded_allow_ips: str = ""
+    #: Shortest password accepted wherever one is set (CLI, admin pages); see app/auth/password_policy.py.
+    password_min_length: int = Field(8, ge=1)
+    #: Lowest zxcvbn strength score (0-4) accepted for a new password; 0 turns the score check off
+    #: (a password among zxcvbn's 30,000 common ones is refused regardless).
+    password_min_score: int = Field(2, ge=0, le=4)
     #: Password hashes (argon2, 64 MiB each) computed at once; further logins wait their turn.
     max_concurrent_password_hashes: int = 2
     #: Logins allowed to wait for a hashing slot; beyond that the login answers 503 (Retry-After).
