@@ -71,11 +71,49 @@ def check_listen(host: str, port: int) -> None:
     bind_listen(host, port).close()
 
 
+def stop_imports_on_exit_signals() -> None:
+    """Make SIGTERM and SIGINT stop the imports in progress (each stops at its next check and
+    answers "import stopped: the server is shutting down"), then shut down as uvicorn does: the
+    graceful shutdown no longer waits for a long import (it waited 36 s). Chains the handlers
+    uvicorn installed; call it inside uvicorn's run, in the main thread."""
+    import signal
+
+    from app.ingest.budget import cancel_all
+
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        previous = signal.getsignal(sig)
+        if getattr(previous, "_stops_imports", False) or not callable(previous):
+            continue
+
+        def handler(signum, frame, previous=previous):
+            cancel_all("the server is shutting down")
+            previous(signum, frame)
+
+        handler._stops_imports = True  # type: ignore[attr-defined]
+        signal.signal(sig, handler)
+
+
 def worker_app():
     """The app of one `serve --workers N` worker process (its own engine from the settings)."""
     from app.main import create_app
 
+    stop_imports_on_exit_signals()  # called by uvicorn's config.load(), after it set its signal handlers
     return create_app()
+
+
+def _server_class():
+    import uvicorn
+
+    class Server(uvicorn.Server):
+        """uvicorn's server; an exit signal also stops the imports in progress."""
+
+        def handle_exit(self, sig, frame) -> None:
+            from app.ingest.budget import cancel_all
+
+            cancel_all("the server is shutting down")
+            super().handle_exit(sig, frame)
+
+    return Server
 
 
 def base_url(host: str, port: int) -> str:
@@ -173,4 +211,4 @@ def serve(host: str, port: int, limit_concurrency: int = 100, timeout_keep_alive
 
         Multiprocess(config, sockets=[sock]).run()
     else:
-        uvicorn.Server(config).run(sockets=[sock])
+        _server_class()(config).run(sockets=[sock])

@@ -92,6 +92,15 @@ class Settings(BaseSettings):
     max_zip_members: int = Field(10_000, ge=1)
     #: Levels of zips inside zips (0: a zip may not hold zips).
     max_zip_nesting: int = Field(1, ge=0)
+    #: Largest ratio of unpacked to compressed bytes of a zip member, checked while unpacking (past
+    #: the first MiB): JSON compresses 5-20 times, a member of blank lines about 1,000 times.
+    max_zip_ratio: int = Field(200, ge=1)
+    #: Records one import may read: lines (blank and comment lines included), array elements,
+    #: files; past it the whole import stops ("import stopped: ..."), runs stored before stay.
+    max_import_records: int = Field(10_000_000, ge=1)
+    #: CPU seconds one import may spend when it is not a background job (a REST upload); past them
+    #: the import stops. The command line has no such limit.
+    import_cpu_seconds: float = Field(300.0, gt=0)
     #: Seconds an upload may pause between two chunks of its body before it is refused (408).
     upload_idle_timeout: float = 30.0
     #: Seconds a whole upload body may take to arrive (408 after that).

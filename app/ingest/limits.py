@@ -141,6 +141,8 @@ class InputLimits:
     max_zip_members: int = 10_000
     #: how deep zip archives may nest inside zip archives (1: a zip may hold zips, which may not)
     max_zip_nesting: int = 1
+    #: largest ratio of unpacked to compressed bytes of one zip member (checked while unpacking)
+    max_zip_ratio: int = 200
 
 
 def input_limits() -> InputLimits:

@@ -674,10 +674,16 @@ def store_live_run(session: Session, run: dict[str, Any], *, source: str | None 
 
 
 def import_upload(engine: Engine, path: str, filename: str, replace: bool = False,
-                  strict: bool = False) -> ImportSummary:
+                  strict: bool = False, budget: Any = None) -> ImportSummary:
     """Import an upload already on disk at `path` (its name's ending tells the format, as
-    `app.api.uploads.receive_upload` writes it); errors name the client's `filename`."""
+    `app.api.uploads.receive_upload` writes it); errors name the client's `filename`.
+    `budget` (an `app.ingest.budget.ImportBudget`: records, CPU seconds, cancellation) bounds the
+    whole import; its CPU clock starts here, in the thread that reads and stores."""
+    from app.ingest import budget as budget_mod
     from app.ingest import iter_path
 
-    return load_items(engine, iter_path(path, display=filename), replace=replace,
-                      after_store=_after_store_default, strict=strict)
+    spend = budget if budget is not None else budget_mod.ImportBudget()
+    spend.start_clock()
+    with budget_mod.use(spend):
+        return load_items(engine, iter_path(path, display=filename), replace=replace,
+                          after_store=_after_store_default, strict=strict)

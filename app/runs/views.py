@@ -103,6 +103,31 @@ async def import_runs(request: Request, user: UploadUser, replace: bool = False,
     with await receive_upload(
             request, lambda ct: "request-body.jsonl" if "ndjson" in ct or "jsonl" in ct else "request-body.json",
             "empty body: send a JSON array, JSON Lines or a file") as up:
-        summary = await run_in_threadpool(import_upload, request.app.state.engine, str(up.path), up.filename,
-                                          replace, strict)
+        summary = await run_bounded_import(request, import_upload, request.app.state.engine, str(up.path),
+                                           up.filename, replace, strict)
     return summary.to_dict()
+
+
+async def run_bounded_import(request: Request, fn, *args):
+    """`fn(*args, budget=...)` in a worker thread within an import budget (app.ingest.budget): the
+    records limit, IMPORT_CPU_SECONDS of CPU, and cancelled as soon as the client disconnects (it
+    went on for minutes after the client had gone)."""
+    import anyio
+
+    from app.ingest.budget import ImportBudget
+
+    budget = ImportBudget(max_cpu_seconds=request.app.state.settings.import_cpu_seconds)
+
+    async def watch() -> None:
+        while True:
+            if await request.is_disconnected():
+                budget.cancel("the client disconnected")
+                return
+            await anyio.sleep(0.25)
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(watch)
+        try:
+            return await run_in_threadpool(fn, *args, budget=budget)
+        finally:
+            tg.cancel_scope.cancel()

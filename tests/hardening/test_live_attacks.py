@@ -5,10 +5,14 @@ During each, `/healthz` keeps answering."""
 from __future__ import annotations
 
 import contextlib
+import io
+import json
 import multiprocessing
 import socket
 import statistics
+import threading
 import time
+import zipfile
 
 import httpx
 import pytest
@@ -222,3 +226,109 @@ def test_x_forwarded_for_is_believed_only_from_configured_proxies(engine, db_url
     with _server(db_url, tmp_path, FORWARDED_ALLOW_IPS="127.0.0.1", **env) as (proc, base, port):
         assert _failed_logins(base, 8, xff=lambda i: f"203.0.113.{i}") == [401] * 8
         assert _failed_logins(base, 7, xff=lambda i: "198.51.100.7")[5:] == [429, 429]
+
+
+# --------------------------------------------------------------------------- row 3: imports
+
+def _admin_token(engine) -> str:
+    from app.auth.service import create_token
+
+    with Session(engine) as s:
+        tok = create_token(s, make_user(s, "attack-admin", "admin", password=None), "t")
+        s.commit()
+    return tok
+
+
+def _runs_stored(engine) -> int:
+    from sqlalchemy import func, select
+
+    from app.runs.models import Run
+
+    with Session(engine) as s:
+        return s.exec(select(func.count()).select_from(Run)).one()[0]
+
+
+def _jsonl(n: int) -> bytes:
+    from tests.hardening import hostile
+
+    return b"".join(json.dumps(hostile.run(f"bulk-{i}", n_events=10)).encode() + b"\n" for i in range(n))
+
+
+def _send_import(port: int, tok: str, body: bytes, ctype: str = "application/x-ndjson") -> socket.socket:
+    s = socket.create_connection(("127.0.0.1", port), timeout=60)
+    s.sendall(f"POST /api/v1/imports HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {tok}\r\n"
+              f"Content-Type: {ctype}\r\nContent-Length: {len(body)}\r\n\r\n".encode() + body)
+    return s
+
+
+@pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)
+def test_zips_of_blank_lines_are_refused_fast_and_healthz_keeps_answering(engine, db_url, tmp_path):
+    """1.5 MB of zipped blank lines cost about 125 CPU-s; two at once kept a core busy for 270 s.
+    Scaled down: 96 MiB of blank lines (a 95 KB zip), four uploads at once, /healthz probed."""
+    tok = _admin_token(engine)
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as z, z.open("runs.jsonl", "w") as f:
+        for _ in range(96):
+            f.write(b"\n" * (1 << 20))
+        f.write(_jsonl(1))
+    body = buf.getvalue()
+    with _server(db_url, tmp_path, MAX_ZIP_BYTES=str(1 << 30), MAX_ZIP_RATIO="200") as (proc, base, port):
+        answers: list[dict] = []
+
+        def upload():
+            r = httpx.post(base + "/api/v1/imports", content=body, timeout=120,
+                           headers={"Authorization": f"Bearer {tok}", "Content-Type": "application/zip"})
+            answers.append(r.json())
+
+        t = time.monotonic()
+        threads = [threading.Thread(target=upload) for _ in range(4)]
+        for th in threads:
+            th.start()
+        samples = _probe(port, 1.5)
+        for th in threads:
+            th.join(120)
+        took = time.monotonic() - t
+    assert len(answers) == 4 and all("MAX_ZIP_RATIO" in json.dumps(a) for a in answers), answers
+    assert all(a["errors"][0]["location"] == "request-body.zip" for a in answers), answers
+    assert took < 20
+    assert [c for c, _ in samples] == [200] * len(samples)
+    assert _p99(samples) < 0.5, _p99(samples)
+
+
+@pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)
+def test_an_import_stops_when_the_client_disconnects(engine, db_url, tmp_path):
+    tok = _admin_token(engine)
+    body = _jsonl(30_000)
+    with _server(db_url, tmp_path, MAX_UPLOAD_BYTES=str(200 << 20)) as (proc, base, port):
+        s = _send_import(port, tok, body)
+        time.sleep(2.0)  # the import has begun
+        s.close()  # the client leaves without its answer
+        time.sleep(2.0)
+        first = _runs_stored(engine)
+        time.sleep(2.0)
+        second = _runs_stored(engine)
+        assert healthz_once(port) == 200
+    assert first == second < 30_000, (first, second)
+
+
+@pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)
+def test_sigterm_stops_an_import_instead_of_waiting_for_it(engine, db_url, tmp_path):
+    import signal
+
+    tok = _admin_token(engine)
+    body = _jsonl(30_000)
+    with _server(db_url, tmp_path, MAX_UPLOAD_BYTES=str(200 << 20)) as (proc, base, port):
+        s = _send_import(port, tok, body)
+        time.sleep(1.5)
+        t = time.monotonic()
+        proc.send_signal(signal.SIGTERM)
+        answer = b""
+        with contextlib.suppress(OSError):
+            while chunk := s.recv(65536):
+                answer += chunk
+        proc.wait(40)
+        took = time.monotonic() - t
+        s.close()
+    assert took < 8, took
+    assert b"import stopped: the server is shutting down" in answer, answer[-500:]
+    assert _runs_stored(engine) < 30_000
