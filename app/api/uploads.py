@@ -257,7 +257,10 @@ def upload_request_body(raw: dict[str, str], description: str) -> dict:
     """Returns the OpenAPI `requestBody` of an upload route (the route reads the raw request, so
     FastAPI cannot infer it): each raw content type in `raw` (type -> description) plus a multipart
     form with the field `file`."""
-    content: dict[str, dict] = {ct: {"schema": {"type": "string", "description": d}} for ct, d in raw.items()}
+    # raw bytes of a file (`format: binary`): any bytes are a valid body, whatever is wrong inside is
+    # reported in the answer (`errors`), so no body is "schema-violating" yet accepted
+    content: dict[str, dict] = {ct: {"schema": {"type": "string", "format": "binary", "description": d}}
+                                for ct, d in raw.items()}
     content["multipart/form-data"] = {"schema": {
         "type": "object", "required": ["file"],
         "properties": {"file": {"type": "string", "format": "binary", "description": "the file to import"}}}}
