@@ -48,7 +48,8 @@ def server_attacks(seconds: float) -> list[str]:
     from app.core.db import make_engine
     from app.core.migrate import upgrade
     from tests.annotations.factories import make_user
-    from tests.hardening.test_live_attacks import Slowloris, _probe
+    from tests.hardening.slowloris import Slowloris
+    from tests.hardening.test_live_attacks import _probe
     from tests.hardening.test_live_server import _server
 
     out = []
@@ -63,6 +64,7 @@ def server_attacks(seconds: float) -> list[str]:
         with _server(url, Path(tmp), **env) as (proc, base, port):
             out.append(f"healthz, no attack: {_summary(_probe(port, 2.0))}")
             with Slowloris(port, 99) as attack:
+                attack.wait_started()
                 time.sleep(1.0)
                 samples = _probe(port, seconds)
             out.append(f"slowloris, 99 connections: {_summary(samples)}; the attacker's connections closed "

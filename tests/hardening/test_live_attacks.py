@@ -7,7 +7,6 @@ from __future__ import annotations
 import contextlib
 import io
 import json
-import multiprocessing
 import socket
 import statistics
 import threading
@@ -20,9 +19,8 @@ from sqlmodel import Session
 
 from tests.annotations.factories import make_user
 from tests.api.clients import page_csrf
+from tests.hardening.slowloris import ATTACKER, Slowloris
 from tests.hardening.test_live_server import _server
-
-ATTACKER = "127.0.0.2"  # another loopback address: the attack's, while the probes come from 127.0.0.1
 
 
 def healthz_once(port: int, timeout: float = 5) -> int:
@@ -55,92 +53,6 @@ def _p99(samples: list[tuple[int, float]]) -> float:
     return statistics.quantiles([s for _, s in samples], n=100)[98]
 
 
-class Slowloris:
-    """`n` connections from `source` that send a request line and then a header line now and
-    then, never the blank line ending the headers; each one closed by the server is reopened.
-    Runs in a process of its own (the probes' timings are the server's, not this one's GIL)."""
-
-    def __init__(self, port: int, n: int, source: str = ATTACKER):
-        self.port, self.n, self.source = port, n, source
-        ctx = multiprocessing.get_context("spawn")
-        self.stop = ctx.Event()
-        self.counts = ctx.Array("i", 3)  # opened, refused (503), closed by the server
-        self.proc = ctx.Process(target=_slowloris, args=(port, n, source, self.stop, self.counts), daemon=True)
-
-    @property
-    def opened(self) -> int:
-        return self.counts[0]
-
-    @property
-    def refused(self) -> int:
-        return self.counts[1]
-
-    @property
-    def closed_by_server(self) -> int:
-        return self.counts[2]
-
-    def __enter__(self):
-        self.proc.start()
-        return self
-
-    def __exit__(self, *exc):
-        self.stop.set()
-        self.proc.join(10)
-        if self.proc.is_alive():
-            self.proc.kill()
-
-
-def _slowloris(port, n, source, stop, counts) -> None:
-    _SlowlorisLoop(port, n, source, stop, counts)._run()
-
-
-class _SlowlorisLoop:
-    def __init__(self, port, n, source, stop, counts):
-        self.port, self.n, self.source, self.stop, self.counts = port, n, source, stop, counts
-
-    def _connect(self) -> socket.socket | None:
-        s = socket.socket()
-        s.bind((self.source, 0))
-        s.settimeout(2)
-        try:
-            s.connect(("127.0.0.1", self.port))
-            s.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n")
-        except OSError:
-            s.close()
-            return None
-        self.counts[0] += 1
-        return s
-
-    def _run(self) -> None:
-        socks = [self._connect() for _ in range(self.n)]
-        while not self.stop.wait(0.3):
-            for i, s in enumerate(socks):
-                if s is None:
-                    socks[i] = self._connect()
-                    continue
-                try:
-                    s.sendall(b"X-a: b\r\n")
-                    s.setblocking(False)
-                    try:
-                        data = s.recv(4096)
-                    except BlockingIOError:
-                        data = None
-                    s.setblocking(True)
-                    if data is not None:  # answered (503: too many from this address; 408) or closed
-                        self.counts[1] += data.startswith(b"HTTP/1.1 503")
-                        self.counts[2] += 1
-                        s.close()
-                        socks[i] = self._connect()
-                except OSError:
-                    self.counts[2] += 1
-                    s.close()
-                    socks[i] = self._connect()
-        for s in socks:
-            if s is not None:
-                s.close()
-
-
-
 @pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)
 def test_slowloris_does_not_stop_the_server_answering(db_url, tmp_path):
     """99 connections that never finish their headers made every request 503 (20 of 20 probes over
@@ -148,7 +60,8 @@ def test_slowloris_does_not_stop_the_server_answering(db_url, tmp_path):
     once) and headers must arrive within SERVER_TIMEOUT_HEADERS: every probe is answered 200."""
     with _server(db_url, tmp_path, SERVER_TIMEOUT_HEADERS="2", SERVER_LIMIT_PER_ADDRESS="10") as (proc, base, port):
         with Slowloris(port, 99) as attack:
-            time.sleep(1.0)  # the attack's connections are open
+            attack.wait_started()  # its connections are open (the spawned process takes a while)
+            time.sleep(1.0)
             samples = _probe(port, 5.0)
         assert proc.poll() is None
     codes = [c for c, _ in samples]
