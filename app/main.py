@@ -45,7 +45,13 @@ def create_app(engine: Engine | None = None, settings: Settings | None = None, c
 
     app.add_middleware(GZipMiddleware, minimum_size=1024)  # long run pages: 3 MB of HTML, a tenth gzipped
     app.add_middleware(BodyLimit)  # every request body bounded while it is received
-    app.add_middleware(SecurityHeaders)  # outermost: CSP, nosniff, no framing, no-store, X-Request-ID
+    app.add_middleware(SecurityHeaders)  # CSP, nosniff, no framing, no-store, X-Request-ID
+    if settings.forwarded_allow_ips.strip():
+        # outermost: X-Forwarded-For only from the proxies in FORWARDED_ALLOW_IPS (uvicorn's own
+        # middleware and meaning); `a2annotate serve` turns uvicorn's default trust of 127.0.0.1 off
+        from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
+
+        app.add_middleware(ProxyHeadersMiddleware, trusted_hosts=settings.forwarded_allow_ips.strip())
     clean_upload_dirs()  # upload folders left by a process that died mid-upload
 
     @app.exception_handler(LoginRequired)

@@ -82,7 +82,8 @@ class AnnotationOut(BaseModel):
 
 class StaleAnnotation(BaseModel):
     detail: str = Field(description="What changed: the version sent and the version stored.")
-    current: AnnotationOut | None = Field(description="The stored annotation (null if it was deleted).")
+    current: AnnotationOut | None = Field(default=None, description="The stored annotation (null if it was deleted); absent "
+                                         "when the run is adjudicated (`detail` only).")
 
 
 class AnnotationPage(BaseModel):

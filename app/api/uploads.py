@@ -186,7 +186,11 @@ async def receive_upload(request: Request, body_filename: Callable[[str], str], 
             head = f.read(4096)
         if not head.strip() and (writer.size <= 4096 or not await run_in_threadpool(_has_content, target)):
             raise HTTPException(422, empty_hint)
-        final = folder / ("upload" + _suffix(filename, part_type, head))
+        suffix = _suffix(filename, part_type, head)
+        if suffix == ".zip" and ctype != "multipart/form-data" and not filename.lower().endswith(".zip"):
+            # a raw zip body: named as one (`request-body.zip/runs/a.jsonl:3`), not `request-body.json`
+            filename = Path(filename).stem + ".zip"
+        final = folder / ("upload" + suffix)
         target.rename(final)
         return Upload(final, filename, part_type, writer.size, folder)
     except BaseException:
@@ -263,7 +267,10 @@ def upload_request_body(raw: dict[str, str], description: str) -> dict:
     """Returns the OpenAPI `requestBody` of an upload route (the route reads the raw request, so
     FastAPI cannot infer it): each raw content type in `raw` (type -> description) plus a multipart
     form with the field `file`."""
-    content: dict[str, dict] = {ct: {"schema": {"type": "string", "description": d}} for ct, d in raw.items()}
+    # raw bytes of a file (`format: binary`): any bytes are a valid body, whatever is wrong inside is
+    # reported in the answer (`errors`), so no body is "schema-violating" yet accepted
+    content: dict[str, dict] = {ct: {"schema": {"type": "string", "format": "binary", "description": d}}
+                                for ct, d in raw.items()}
     content["multipart/form-data"] = {"schema": {
         "type": "object", "required": ["file"],
         "properties": {"file": {"type": "string", "format": "binary", "description": "the file to import"}}}}

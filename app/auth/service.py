@@ -28,6 +28,9 @@ MAX_USERNAME = 200
 
 def create_user(session: Session, username: str, role: str, password: str | None = None,
                 kind: str = "human") -> User:
+    """A new user. `password` here is stored as given (a seam for fixtures and scripts); every
+    path that takes a password from a person (CLI, admin pages, demo) sets it with
+    `set_password`, which checks the password policy."""
     username = username.strip()
     if not username:
         raise AuthError("username must not be empty")
@@ -51,9 +54,14 @@ def create_user(session: Session, username: str, role: str, password: str | None
 
 
 def set_password(session: Session, user: User, password: str) -> None:
-    """Set `user`'s password; a reset of an existing password ends all of their sessions."""
-    if len(password) < 8:
-        raise AuthError("password must have at least 8 characters")
+    """Set `user`'s password; a reset of an existing password ends all of their sessions. Every
+    path that sets a password comes here: the policy (length, common and guessable passwords,
+    app.auth.password_policy) is checked, AuthError naming the reason."""
+    from app.auth.password_policy import password_problem
+
+    problem = password_problem(password, user.username)
+    if problem:
+        raise AuthError(problem)
     had_password = user.password_hash is not None
     user.password_hash = hash_password(password)
     if had_password and user.id is not None:

@@ -5,8 +5,9 @@
   LOGIN_MAX_FAILURES_PER_ADDRESS, a login is answered 429 with `Retry-After` (seconds until the
   oldest counted failure leaves the window) before any password is checked, even a right one.
   A successful login clears its account's failures. The counters live in the server process
-  (one uvicorn process, as `a2annotate serve` runs); behind a reverse proxy, every client has the
-  proxy's address unless uvicorn is told to trust the forwarded address.
+  (one uvicorn process, as `a2annotate serve` runs). The address is the connection's peer;
+  `X-Forwarded-For` counts only from the proxies listed in FORWARDED_ALLOW_IPS (empty by default),
+  so behind a reverse proxy list it there, and nobody else can choose an address per request.
 * Password hashing (argon2, 64 MiB and ~50-300 ms each) runs on a separate limiter of
   MAX_CONCURRENT_PASSWORD_HASHES threads: waiting logins wait in the event loop, holding no
   thread of the pool the pages and the API use and no hashing memory; past MAX_WAITING_LOGINS

@@ -22,10 +22,11 @@ def load_config(path: str) -> dict[str, Any]:
     plus optional ``sidecar``, ``log``, ``spool``, ``stream``. Raises ClickException naming the bad key."""
     import yaml
 
+    from app.ingest.safety import safeyaml
+
     try:
-        with open(path, encoding="utf-8") as f:
-            doc = yaml.safe_load(f)
-    except (OSError, yaml.YAMLError) as exc:
+        doc = safeyaml.load_file(path)  # aliases, nesting, size and values bounded
+    except (OSError, ValueError, yaml.YAMLError) as exc:
         raise click.ClickException(f"{path}: cannot read the config: {exc}") from None
     if not isinstance(doc, dict) or not isinstance(doc.get("proxies"), list) or not doc["proxies"]:
         raise click.ClickException(f"{path}: expected a mapping with a non-empty 'proxies' list")

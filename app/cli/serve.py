@@ -74,11 +74,49 @@ def check_listen(host: str, port: int) -> None:
     bind_listen(host, port).close()
 
 
+def stop_imports_on_exit_signals() -> None:
+    """Make SIGTERM and SIGINT stop the imports in progress (each stops at its next check and
+    answers "import stopped: the server is shutting down"), then shut down as uvicorn does: the
+    graceful shutdown no longer waits for a long import (it waited 36 s). Chains the handlers
+    uvicorn installed; call it inside uvicorn's run, in the main thread."""
+    import signal
+
+    from app.ingest.budget import cancel_all
+
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        previous = signal.getsignal(sig)
+        if getattr(previous, "_stops_imports", False) or not callable(previous):
+            continue
+
+        def handler(signum, frame, previous=previous):
+            cancel_all("the server is shutting down")
+            previous(signum, frame)
+
+        handler._stops_imports = True  # type: ignore[attr-defined]
+        signal.signal(sig, handler)
+
+
 def worker_app():
     """The app of one `serve --workers N` worker process (its own engine from the settings)."""
     from app.main import create_app
 
+    stop_imports_on_exit_signals()  # called by uvicorn's config.load(), after it set its signal handlers
     return create_app()
+
+
+def _server_class():
+    import uvicorn
+
+    class Server(uvicorn.Server):
+        """uvicorn's server; an exit signal also stops the imports in progress."""
+
+        def handle_exit(self, sig, frame) -> None:
+            from app.ingest.budget import cancel_all
+
+            cancel_all("the server is shutting down")
+            super().handle_exit(sig, frame)
+
+    return Server
 
 
 def base_url(host: str, port: int) -> str:
@@ -100,6 +138,20 @@ def base_url(host: str, port: int) -> str:
 @click.option("--timeout-keep-alive", default=5, show_default=True, type=click.IntRange(1),
               envvar="SERVER_TIMEOUT_KEEP_ALIVE",
               help="Seconds an idle keep-alive connection stays open (env SERVER_TIMEOUT_KEEP_ALIVE).")
+@click.option("--timeout-headers", default=10.0, show_default=True, type=click.FloatRange(0.1),
+              envvar="SERVER_TIMEOUT_HEADERS",
+              help="Seconds a request's line and headers may take to arrive (from the connection's start "
+                   "or the previous response); past it 408 and the connection is closed: slowloris "
+                   "(env SERVER_TIMEOUT_HEADERS).")
+@click.option("--timeout-body", default=60.0, show_default=True, type=click.FloatRange(0.1),
+              envvar="SERVER_TIMEOUT_BODY",
+              help="Seconds a request body may pause before the connection is closed "
+                   "(env SERVER_TIMEOUT_BODY; uploads answer 408 after UPLOAD_IDLE_TIMEOUT first).")
+@click.option("--limit-per-address", default=30, show_default=True, type=click.IntRange(0),
+              envvar="SERVER_LIMIT_PER_ADDRESS",
+              help="Most open connections from one client address (per worker); a further one is answered "
+                   "503 and closed at once. 0: no limit. The proxies in FORWARDED_ALLOW_IPS are not limited "
+                   "(env SERVER_LIMIT_PER_ADDRESS).")
 @click.option("--timeout-graceful-shutdown", default=30, show_default=True, type=click.IntRange(1),
               envvar="SERVER_TIMEOUT_GRACEFUL_SHUTDOWN",
               help="Seconds to finish running requests on shutdown (env SERVER_TIMEOUT_GRACEFUL_SHUTDOWN).")
@@ -111,6 +163,7 @@ def base_url(host: str, port: int) -> str:
                    "worker still take turns on the one database file.")
 @one_line_errors
 def serve(host: str, port: int, limit_concurrency: int = 100, timeout_keep_alive: int = 5,
+          timeout_headers: float = 10.0, timeout_body: float = 60.0, limit_per_address: int = 30,
           timeout_graceful_shutdown: int = 30, workers: int = 1) -> None:
     """Run the web app (refuses to start on an out-of-date schema, a port already in use, or,
     bound beyond loopback, without a SECRET_KEY of its own).
@@ -118,15 +171,23 @@ def serve(host: str, port: int, limit_concurrency: int = 100, timeout_keep_alive
     Prints the address it listens on and its login page, with the port actually bound.
     Slow clients: idle keep-alive connections close after --timeout-keep-alive seconds, an
     upload body that stalls for UPLOAD_IDLE_TIMEOUT seconds (or takes UPLOAD_TOTAL_TIMEOUT in all)
-    is refused with 408, and at most --limit-concurrency connections are served at once (503
-    beyond). Behind a reverse proxy, set its client body/header timeouts too (README).
+    is refused with 408, request headers must arrive within --timeout-headers seconds and a body
+    may not pause longer than --timeout-body, one address holds at most --limit-per-address
+    connections, and at most --limit-concurrency connections are served at once (503 beyond).
+    X-Forwarded-For is believed only from the proxies in FORWARDED_ALLOW_IPS (none by default).
     --workers N starts N processes on the one port (--limit-concurrency counts per worker)."""
     import uvicorn
 
+    from app.core import guarded_http
     from app.main import create_app
 
     settings = get_settings()
     check_secret_key(host, settings)
+    # read by app.core.guarded_http in this process and in every worker process
+    os.environ.update(SERVER_TIMEOUT_HEADERS=str(timeout_headers), SERVER_TIMEOUT_BODY=str(timeout_body),
+                      SERVER_LIMIT_PER_ADDRESS=str(limit_per_address),
+                      FORWARDED_ALLOW_IPS=settings.forwarded_allow_ips)
+    guarded_http.guards.cache_clear()
     if workers > 1:
         checked_engine().dispose()  # the schema check, once, before any worker starts
         if "secret_key" not in settings.model_fields_set:
@@ -143,14 +204,18 @@ def serve(host: str, port: int, limit_concurrency: int = 100, timeout_keep_alive
     config = uvicorn.Config(app, host=host, port=sock.getsockname()[1], log_level="info",
                             limit_concurrency=limit_concurrency, timeout_keep_alive=timeout_keep_alive,
                             timeout_graceful_shutdown=timeout_graceful_shutdown,
-                            h11_max_incomplete_event_size=64 * 1024, workers=workers, factory=workers > 1)
+                            h11_max_incomplete_event_size=64 * 1024, workers=workers, factory=workers > 1,
+                            http=guarded_http.GuardedH11Protocol,
+                            # the app trusts X-Forwarded-For itself, from FORWARDED_ALLOW_IPS only (app.main);
+                            # uvicorn's default would believe any loopback peer
+                            proxy_headers=False)
     with embedded_worker(settings):
         if workers > 1:
             from uvicorn.supervisors import Multiprocess
 
             Multiprocess(config, sockets=[sock]).run()
         else:
-            uvicorn.Server(config).run(sockets=[sock])
+            _server_class()(config).run(sockets=[sock])
 
 
 @contextlib.contextmanager

@@ -32,6 +32,16 @@ class Settings(BaseSettings):
     login_max_failures_per_address: int = 20
     #: The sliding window of the login throttle, in seconds.
     login_window_seconds: int = 15 * 60
+    #: Proxies whose `X-Forwarded-For` / `X-Forwarded-Proto` are believed (uvicorn's meaning:
+    #: comma-separated addresses or networks, e.g. `127.0.0.1,10.0.0.0/8`, or `*` for any peer).
+    #: Empty (the default): the headers are ignored and a client is its connection's address, so a
+    #: client cannot pick a new address per request to get past the per-address login throttle.
+    forwarded_allow_ips: str = ""
+    #: Shortest password accepted wherever one is set (CLI, admin pages); see app/auth/password_policy.py.
+    password_min_length: int = Field(8, ge=1)
+    #: Lowest zxcvbn strength score (0-4) accepted for a new password; 0 turns the score check off
+    #: (a password among zxcvbn's 30,000 common ones is refused regardless).
+    password_min_score: int = Field(2, ge=0, le=4)
     #: Password hashes (argon2, 64 MiB each) computed at once; further logins wait their turn.
     max_concurrent_password_hashes: int = 2
     #: Logins allowed to wait for a hashing slot; beyond that the login answers 503 (Retry-After).
@@ -103,6 +113,15 @@ class Settings(BaseSettings):
     max_zip_members: int = Field(10_000, ge=1)
     #: Levels of zips inside zips (0: a zip may not hold zips).
     max_zip_nesting: int = Field(1, ge=0)
+    #: Largest ratio of unpacked to compressed bytes of a zip member, checked while unpacking (past
+    #: the first MiB): JSON compresses 5-20 times, a member of blank lines about 1,000 times.
+    max_zip_ratio: int = Field(200, ge=1)
+    #: Records one import may read: lines (blank and comment lines included), array elements,
+    #: files; past it the whole import stops ("import stopped: ..."), runs stored before stay.
+    max_import_records: int = Field(10_000_000, ge=1)
+    #: CPU seconds one import may spend when it is not a background job (a REST upload); past them
+    #: the import stops. The command line has no such limit.
+    import_cpu_seconds: float = Field(300.0, gt=0)
     #: Seconds an upload may pause between two chunks of its body before it is refused (408).
     upload_idle_timeout: float = 30.0
     #: Seconds a whole upload body may take to arrive (408 after that).

@@ -5,6 +5,7 @@ from fastapi import APIRouter, Depends, HTTPException, Request
 from fastapi.responses import RedirectResponse
 
 from app.api.deps import SessionDep
+from app.core.db import begin_write
 from app.flags import service
 from app.web.csrf import verify_form_csrf
 from app.web.deps import ReviewerPage
@@ -25,6 +26,7 @@ def flagged_page(request: Request, session: SessionDep, user: ReviewerPage, hist
 
 @router.post("/flagged/{flag_id}/resolve", dependencies=[Depends(verify_form_csrf)])
 def resolve_page(request: Request, flag_id: int, session: SessionDep, user: ReviewerPage):
+    begin_write(session)  # SQLite: wait for the write lock like saves (no "database is locked")
     if service.resolve_flag(session, flag_id, user) is None:
         raise HTTPException(404, f"no flag {flag_id}")
     session.commit()

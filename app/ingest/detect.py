@@ -24,6 +24,8 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from app.core.scratch import process_dir
+from app.ingest import budget as _budget_mod
+from app.ingest.budget import BudgetExceeded, ImportBudget
 from app.ingest.canonical import RunFormatError
 from app.ingest.items import ImportItem, ReadSummary, error_item
 from app.ingest.readers.tree import Mapping, iter_tree, load_mapping
@@ -111,6 +113,7 @@ class ZipBudget:
     def __init__(self, limits: InputLimits | None = None):
         lim = limits or input_limits()
         self.max_bytes, self.max_members, self.max_nesting = lim.max_zip_bytes, lim.max_zip_members, lim.max_zip_nesting
+        self.max_ratio = lim.max_zip_ratio
         self.bytes = 0
         self.members = 0
         self.level = 0
@@ -118,6 +121,7 @@ class ZipBudget:
 
 def safe_extract(archive: zipfile.ZipFile, dest: str | os.PathLike, max_bytes: int | None = None,
                  budget: ZipBudget | None = None) -> None:
+    # `budget` here is the zip's (bytes, members, nesting); the import's is `_budget_mod.current()`
     """Extract `archive` under `dest`; raises ValueError for absolute paths, ``..``, links, more
     members or bytes than the budget allows (counted while decompressing, not from the headers)."""
     budget = budget or ZipBudget()
@@ -143,6 +147,7 @@ def safe_extract(archive: zipfile.ZipFile, dest: str | os.PathLike, max_bytes: i
             target.mkdir(parents=True, exist_ok=True)
             continue
         target.parent.mkdir(parents=True, exist_ok=True)
+        spend = _budget_mod.current()
         with archive.open(info) as src, open(target, "wb") as out:
             copied = 0
             while chunk := src.read(1 << 16):
@@ -153,7 +158,22 @@ def safe_extract(archive: zipfile.ZipFile, dest: str | os.PathLike, max_bytes: i
                                      f"{info.filename!r} (limit MAX_ZIP_BYTES, nested zips included)")
                 if copied > info.file_size:
                     raise ValueError(f"the archive member {info.filename!r} is larger than it claims")
+                if copied > ZIP_RATIO_GRACE and copied > budget.max_ratio * max(1, _compressed_read(src, info)):
+                    raise ValueError(f"the archive member {info.filename!r} unpacks to more than {budget.max_ratio} "
+                                     "times its compressed size (limit MAX_ZIP_RATIO)")
+                if spend is not None:
+                    spend.check(info.filename)  # cancelled, or out of CPU time
                 out.write(chunk)
+
+
+#: bytes of a member unpacked before its compression ratio is checked (tiny files compress oddly)
+ZIP_RATIO_GRACE = 1 << 20
+
+
+def _compressed_read(src: Any, info: zipfile.ZipInfo) -> int:
+    """Compressed bytes of `info` read so far by `src` (a ZipExtFile); at most `compress_size`."""
+    left = getattr(src, "_compress_left", None)  # CPython's zipfile: what is still to be read
+    return info.compress_size - left if isinstance(left, int) else info.compress_size
 
 
 def _iter_zip(path: str | os.PathLike, shown: str, mapping: Mapping, fmt: str | None = None,
@@ -202,8 +222,20 @@ def iter_path(path: str | os.PathLike, format: str | None = None,
 
         profile = load_profile(profile)  # a bad profile fails here, before anything is read
     shown = display if display is not None else os.fspath(path)
-    items = _iter_path(Path(path), shown, format, mp, profile)
-    for item in items:
+    spend = _budget_mod.current() or ImportBudget()
+    items = _budget_mod.within(_iter_path(Path(path), shown, format, mp, profile), spend)
+    while True:
+        try:
+            item = next(items)
+        except StopIteration:
+            return
+        except BudgetExceeded as exc:  # the whole import stops here
+            where = f"{shown}/{exc.where}" if exc.where and not exc.where.startswith(shown) else (exc.where or shown)
+            item = error_item(where, f"import stopped: {exc.message}; nothing after this was read")
+            if summary is not None:
+                summary.add(item)
+            yield item
+            return
         if summary is not None:
             summary.add(item)
         yield item

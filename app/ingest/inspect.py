@@ -24,6 +24,7 @@ from typing import Any
 from app.ingest.profile import Profile, dump_profile, load_profile
 from app.ingest.profiled import carries_text
 from app.ingest.safety import safejson
+from app.ingest.safety.limits import input_limits
 
 SAMPLE_RUNS = 25
 _RECORD_LISTS = {"messages", "events", "turns", "steps", "records", "items", "results", "checks", "judgments",
@@ -193,10 +194,9 @@ def _records(path: Path, limit: int = SAMPLE_RECORDS) -> tuple[list, str | None]
             with open(path, encoding="utf-8-sig") as f:
                 doc = safejson.load(f)
         elif path.suffix.lower() in (".yaml", ".yml"):
-            import yaml
+            from app.ingest.safety import safeyaml  # aliases, nesting and size within the input limits
 
-            with open(path, encoding="utf-8") as f:
-                doc = yaml.safe_load(f)
+            doc = safeyaml.load_file(path, max_bytes=input_limits().max_record_bytes, max_nodes=None)
         else:
             return [], None
     except (OSError, ValueError, UnicodeDecodeError):

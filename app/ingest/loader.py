@@ -22,7 +22,7 @@ from sqlmodel import Session, select
 
 from app.core.db import TransactionClock, write_session
 from app.ingest.canonical import RunFormatError, canonical_json, canonical_json_bytes, compact_json
-from app.ingest.safety.limits import storage_problem
+from app.ingest.safety.limits import storage_problem, surrogate_path
 from app.runs.models import Agent, Audit, Check, Event, Principal, Run, Scenario, utcnow
 
 
@@ -233,7 +233,13 @@ def _prepare(run: dict[str, Any], plain: bool = False) -> tuple[bytes, str]:
     if problem is not None:
         raise RunFormatError(None, problem[1], run_id=run.get("run_id"), field=problem[0])
     if isinstance(data, str):
-        data = data.encode("utf-8")  # raises UnicodeEncodeError, rejecting the run
+        try:
+            data = data.encode("utf-8")
+        except UnicodeEncodeError as exc:  # a lone surrogate (JSON "\ud800"): rejected, naming the field
+            char = exc.object[exc.start:exc.start + 1] if isinstance(exc.object, str) else ""
+            raise RunFormatError(None, f"contains a lone surrogate ({ascii(char)[1:-1]}), which is not valid "
+                                       "Unicode text and cannot be stored", run_id=run.get("run_id"),
+                                 field=surrogate_path(run) or "run") from None
     return data, hashlib.sha256(data).hexdigest()
 
 
@@ -675,18 +681,24 @@ def store_live_run(session: Session, run: dict[str, Any], *, source: str | None 
 
 
 def import_upload(engine: Engine, path: str, filename: str, replace: bool = False,
-                  strict: bool = False, *, job: Any = None) -> ImportSummary:
+                  strict: bool = False, budget: Any = None, *, job: Any = None) -> ImportSummary:
     """Import an upload already on disk at `path` (its name's ending tells the format, as
-    `app.api.uploads.receive_upload` writes it); errors name the client's `filename`. `job` (an
+    `app.api.uploads.receive_upload` writes it); errors name the client's `filename`.
+    `budget` (an `app.ingest.budget.ImportBudget`: records, CPU seconds, cancellation) bounds the
+    whole import; its CPU clock starts here, in the thread that reads and stores. `job` (an
     `app.jobs.service.JobContext`) is checked before each run is read and told the progress."""
+    from app.ingest import budget as budget_mod
     from app.ingest import iter_path
 
-    items: Iterable[Any] = iter_path(path, display=filename)
+    spend = budget if budget is not None else (budget_mod.current() or budget_mod.ImportBudget())
+    spend.start_clock()
     progress = None
-    if job is not None:
-        items = job.checked(iter(items))
+    with budget_mod.use(spend):
+        items: Iterable[Any] = iter_path(path, display=filename)
+        if job is not None:
+            items = job.checked(iter(items))
 
-        def progress(s: ImportSummary) -> None:
-            job.progress(s.imported + s.unchanged + s.rejected)
-    return load_items(engine, items, replace=replace, after_store=_after_store_default, strict=strict,
-                      progress=progress)
+            def progress(s: ImportSummary) -> None:
+                job.progress(s.imported + s.unchanged + s.rejected)
+        return load_items(engine, items, replace=replace, after_store=_after_store_default, strict=strict,
+                          progress=progress)

@@ -21,6 +21,8 @@ from typing import Any
 import yaml
 from jsonschema import Draft202012Validator
 
+from app.ingest.safety import safeyaml
+
 PROFILE_DIR = Path(__file__).resolve().parent / "profiles"
 FILE_ROLES = ("metadata", "scenario", "scenario_text", "principals", "agents", "events", "conversation",
               "trajectory", "hops", "metrics", "checks", "judgments", "audits", "private_state", "artifact",
@@ -239,7 +241,26 @@ def _semantic_problems(data: dict) -> list[str]:
             out.append(f"{key}: placeholders must be plain names like {{scenario}}, got {bad[0]!r}")
         if key == "path" and len(set(names)) != len(names):
             out.append("path: a field appears twice in the template")
+    manifest = data.get("manifest")
+    if isinstance(manifest, dict) and isinstance(manifest.get("file"), str):
+        problem = outside_tree_problem(manifest["file"])
+        if problem:
+            out.append(f"manifest.file: {problem}")
     return out
+
+
+def outside_tree_problem(rel: str) -> str | None:
+    """Why `rel`, a path a profile names, could lead out of the tree it is read in (absolute,
+    a drive, ``..``), or None for a plain relative path."""
+    import re
+    from pathlib import PurePosixPath
+
+    norm = rel.replace("\\", "/")
+    if not norm.strip() or norm.startswith("/") or re.match(r"^[A-Za-z]:", norm) or "\x00" in norm:
+        return f"must be a path inside the tree, relative to its root; got {rel!r}"
+    if ".." in PurePosixPath(norm).parts:
+        return f"must be a path inside the tree ('..' is not accepted); got {rel!r}"
+    return None
 
 
 def builtin_profile_names() -> list[str]:
@@ -262,12 +283,13 @@ def load_profile(source: str | os.PathLike | dict | Profile) -> Profile:
             candidate = PROFILE_DIR / f"{text}.yaml"
         path = os.fspath(candidate)
         where = f"profile {path}"
-        try:
-            with open(candidate, encoding="utf-8") as f:
-                data = yaml.safe_load(f)
+        try:  # within the limits (aliases, nesting, size, number of values): safeyaml
+            data = safeyaml.load_file(candidate)
         except FileNotFoundError:
             raise ProfileError(f"{where}: no such file (built-in profiles: "
                                f"{', '.join(builtin_profile_names())})") from None
+        except UnicodeDecodeError as exc:
+            raise ProfileError(f"{where}: cannot read it: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
         except (OSError, yaml.YAMLError) as exc:
             raise ProfileError(f"{where}: cannot read it: {exc}") from None
     problems = validation_problems(data)

@@ -28,9 +28,10 @@ from app.ingest.profile import (
     fill,
     is_plain_path,
     key_candidates,
+    outside_tree_problem,
     root_key,
 )
-from app.ingest.readers.tree import artifact_event, load_doc
+from app.ingest.readers.tree import artifact_event, link_out_of_tree, load_doc
 from app.ingest.safety import safejson
 
 _LIST_KEYS = ("events", "messages", "conversation", "turns", "steps", "records", "items", "results", "checks",
@@ -176,8 +177,13 @@ def read_manifest(profile: Profile, root: Path, shown_root: str) -> tuple[dict[s
     if not spec:
         return {}, None, []
     rel = spec["file"]
-    path = root / rel
     shown = f"{shown_root.rstrip('/')}/{rel}"
+    problem = outside_tree_problem(rel)
+    path = root / rel
+    if problem is None and not _inside(path, root):
+        problem = "it leads out of the tree (a symbolic link); not read"
+    if problem:  # every path a profile names stays inside the tree (load_profile refuses the rest)
+        return {}, None, [{"location": shown, "message": f"manifest not read: {problem}"}]
     if not path.is_file():
         return {}, None, [{"location": shown, "message": "the profile names this manifest, but it is not there"}]
     warnings: list[dict] = []
@@ -208,6 +214,15 @@ def read_manifest(profile: Profile, root: Path, shown_root: str) -> tuple[dict[s
     return out, rel, warnings
 
 
+def _inside(path: Path, root: Path) -> bool:
+    """True when `path`, links resolved, lies inside `root`."""
+    try:
+        target, top = path.resolve(), root.resolve()
+    except (OSError, RuntimeError):
+        return False
+    return target == top or top in target.parents
+
+
 # --------------------------------------------------------------------------- one run directory
 
 def _scalar(v: Any) -> bool:
@@ -230,6 +245,8 @@ class ProfiledRun:
         for dirpath, dirnames, filenames in os.walk(run_dir):
             dirnames.sort()
             for fn in sorted(filenames):
+                if link_out_of_tree(Path(dirpath) / fn, root):
+                    continue  # a symbolic link out of the tree is never read
                 self.files.append((Path(dirpath) / fn).relative_to(run_dir).as_posix())
         self.used: set[str] = set()
         self.warnings: list[dict] = []

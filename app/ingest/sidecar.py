@@ -35,8 +35,13 @@ def load_sidecar(path: str | os.PathLike | None) -> dict[str, Any]:
     import yaml
 
     try:
-        with open(path, encoding="utf-8") as f:
-            doc = yaml.safe_load(f) if not os.fspath(path).endswith(".json") else json.load(f)
+        if os.fspath(path).endswith(".json"):
+            with open(path, encoding="utf-8") as f:
+                doc = json.load(f)
+        else:
+            from app.ingest.safety import safeyaml  # aliases, nesting, size and values bounded
+
+            doc = safeyaml.load_file(path)
     except (OSError, ValueError, yaml.YAMLError) as exc:
         raise SidecarError(f"{path}: cannot read the sidecar: {exc}") from None
     return check_sidecar(doc, str(path))

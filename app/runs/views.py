@@ -119,7 +119,14 @@ async def import_runs(request: Request, user: UploadUser, replace: bool = False,
         path = await run_in_threadpool(up.hand_over, folder)
     params = {"path": str(path), "filename": up.filename, "replace": replace, "strict": strict,
               "folder": str(folder), "size": up.size}
-    job = await run_in_threadpool(_submit_import, engine, job_id, params, user.id)
+    from app.jobs.queue import broker_url
+
+    if broker_url() == "immediate":
+        # the job runs here, in this process (JOBS_BROKER=immediate): bounded as an in-process import
+        # is, by IMPORT_CPU_SECONDS and the client (stopped when it disconnects)
+        job = await run_bounded_import(request, _submit_import, engine, job_id, params, user.id)
+    else:
+        job = await run_in_threadpool(_submit_import, engine, job_id, params, user.id)
     location = f"/api/v1/jobs/{job.id}"
     wait = 0.0 if "respond-async" in request.headers.get("prefer", "").lower() else get_settings().import_wait_seconds
     if job.state not in FINAL and wait > 0:
@@ -128,6 +135,10 @@ async def import_runs(request: Request, user: UploadUser, replace: bool = False,
         while job.state not in FINAL and time.monotonic() < deadline:
             await asyncio.sleep(min(delay, max(0.0, deadline - time.monotonic())))
             delay = min(delay * 1.5, 0.5)
+            if await request.is_disconnected():  # it asked to wait and left: the import is not wanted
+                await run_in_threadpool(_cancel_job, engine, job.id)
+                return JSONResponse({"detail": "the client disconnected; the import job was cancelled"},
+                                    status_code=400)
             job = await run_in_threadpool(_read_job, engine, job.id)
     if job.state == "done":
         return JSONResponse(job.result, headers={"Content-Location": location})
@@ -137,15 +148,31 @@ async def import_runs(request: Request, user: UploadUser, replace: bool = False,
     return JSONResponse({"job": jobs.payload(job)}, status_code=202, headers={"Location": location})
 
 
-def _submit_import(engine, job_id: str, params: dict[str, Any], user_id: int | None):
+def _submit_import(engine, job_id: str, params: dict[str, Any], user_id: int | None, budget: Any = None):
+    """Create the import job and send it; `budget` (the in-process case) bounds it where it runs."""
+    from app.ingest import budget as budget_mod
     from app.jobs import queue
     from app.jobs.models import Job
 
     with Session(engine) as session:
         session.add(Job(id=job_id, kind="import", params=params, user_id=user_id))
         session.commit()
-    queue.send(job_id, engine=engine)
+    if budget is None:
+        queue.send(job_id, engine=engine)
+    else:
+        with budget_mod.use(budget):
+            queue.send(job_id, engine=engine)
     return _read_job(engine, job_id)
+
+
+def _cancel_job(engine, job_id: str) -> None:
+    from app.jobs.service import JobError, request_cancel
+
+    with Session(engine) as session:
+        try:
+            request_cancel(session, job_id)
+        except JobError:
+            pass  # it ended meanwhile
 
 
 def _read_job(engine, job_id: str):
@@ -155,3 +182,28 @@ def _read_job(engine, job_id: str):
         job = session.get(Job, job_id)
         session.expunge(job)
         return job
+
+
+async def run_bounded_import(request: Request, fn, *args):
+    """`fn(*args, budget=...)` in a worker thread within an import budget (app.ingest.budget): the
+    records limit, IMPORT_CPU_SECONDS of CPU, and cancelled as soon as the client disconnects (it
+    went on for minutes after the client had gone)."""
+    import anyio
+
+    from app.ingest.budget import ImportBudget
+
+    budget = ImportBudget(max_cpu_seconds=request.app.state.settings.import_cpu_seconds)
+
+    async def watch() -> None:
+        while True:
+            if await request.is_disconnected():
+                budget.cancel("the client disconnected")
+                return
+            await anyio.sleep(0.25)
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(watch)
+        try:
+            return await run_in_threadpool(fn, *args, budget=budget)
+        finally:
+            tg.cancel_scope.cancel()

@@ -126,7 +126,33 @@ def _hint(request: Request, status: int, detail: str) -> str | None:
     return None
 
 
+def allowed_methods(request: Request) -> list[str]:
+    """Every method the app takes at the request's path, as its OpenAPI document lists them
+    (the routes take no HEAD). Starlette's 405 names the methods of the first route whose path
+    matches only, so a path served by several routes (GET, POST and DELETE /api/v1/flags)
+    answered an incomplete `Allow`. Empty for a path the document does not describe."""
+    import re
+
+    table = getattr(request.app.state, "allow_table", None)
+    if table is None:
+        table = []
+        for template, ops in (request.app.openapi().get("paths") or {}).items():
+            rx = re.compile("^" + re.sub(r"\\\{[^}]+\\\}", "[^/]+", re.escape(template)) + "$")
+            methods = {m.upper() for m in ops if m.lower() in ("get", "put", "post", "delete", "patch", "options")}
+            table.append((rx, methods))
+        request.app.state.allow_table = table
+    found: set[str] = set()
+    for rx, methods in table:
+        if rx.match(request.url.path):
+            found |= methods
+    return sorted(found)
+
+
 async def http_error(request: Request, exc: StarletteHTTPException):
+    if exc.status_code == 405 and isinstance(getattr(exc, "headers", None), dict) and "Allow" in exc.headers:
+        methods = allowed_methods(request)
+        if methods:
+            exc = StarletteHTTPException(405, exc.detail, headers={**exc.headers, "Allow": ", ".join(methods)})
     if not wants_html(request):
         return await http_exception_handler(request, exc)
     if isinstance(exc, CSRFError):

@@ -52,9 +52,9 @@ def test_upgrade_import_users_tokens(fresh_db, tmp_path):
     r = run_cli(["import", str(path)], fresh_db)
     assert r.stdout.strip().splitlines()[-1] == "imported 0, unchanged 5, rejected 1, warnings 0"
 
-    r = run_cli(["users", "create", "dana", "--role", "reviewer", "--password-stdin"], fresh_db, stdin="longpassword\n")
+    r = run_cli(["users", "create", "dana", "--role", "reviewer", "--password-stdin"], fresh_db, stdin="long-passphrase-7\n")
     assert r.returncode == 0, r.stderr
-    r = run_cli(["users", "create", "dana", "--role", "reviewer", "--password-stdin"], fresh_db, stdin="longpassword\n")
+    r = run_cli(["users", "create", "dana", "--role", "reviewer", "--password-stdin"], fresh_db, stdin="long-passphrase-7\n")
     assert r.returncode == 1 and "already exists" in r.stderr
     r = run_cli(["tokens", "create", "dana"], fresh_db)
     assert r.returncode == 0 and r.stdout.startswith("a2a_")

@@ -88,3 +88,43 @@ def test_private_field_sent_in_the_payload_under_its_own_name_is_a_leak():
     run = _run(ev("buyer_agent", "seller_agent", "See attached.",
                   data={"parts": [{"kind": "data", "data": {"offer_usd": 18500}}]}))
     assert detect(run) == []  # the same number as an offer is the message's purpose
+
+
+_HOSTILE_TEN_MIB = r'''
+import sys, time
+from tests.detectors.runs import ev, make_run
+from app.detectors.leak import detect
+n = 10 << 20
+# opening curly quotes without a closing one, then straight quotes: each scan must stop at the next quote
+text = ("\u201cab" * (n // 6)) + ('"abcdefghij' * (n // 22))
+run = make_run([ev("buyer_agent", None, "the rules say \u201cabcdefghij\u201d", kind="tool_result"),
+                ev("buyer_agent", "seller_agent", text)], buyer_state={"budget_usd": 18500})
+t = time.perf_counter()
+detect(run)
+print(round(time.perf_counter() - t, 2))
+'''
+
+
+def test_quoted_passages_are_found_in_linear_time_on_a_10_mib_message():
+    """Many opening quotation marks without a closing one: the quote scan was quadratic (360 KB:
+    29 s, 10 MiB: hours). Linear now (about 4 s here); the bound is generous, it tells linear from
+    quadratic. In a subprocess so a regression fails at the timeout instead of hanging the suite."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    try:
+        out = subprocess.run([sys.executable, "-c", _HOSTILE_TEN_MIB], cwd=root, capture_output=True, text=True,
+                             timeout=90, check=True)
+    except subprocess.TimeoutExpired:
+        pytest.fail("the leak detector took more than 90 s on a 10 MiB message (quadratic quote scan)")
+    assert float(out.stdout.strip()) < 60
+
+
+def test_a_quoted_passage_after_an_unclosed_quote_is_still_a_citation():
+    # the unclosed opening quote no longer swallows the passage after it
+    run = _run(ev("buyer_agent", None, "Rule 4 says the buyer pays 18,500 for the inspection.", kind="tool_result"),
+               ev("buyer_agent", "seller_agent",
+                  "As the \u201crules put it: \u201cthe buyer pays 18,500 for the inspection\u201d."))
+    assert detect(run) == []

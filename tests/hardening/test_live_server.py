@@ -40,6 +40,7 @@ def _server(db_url, tmp_path, **env_extra):
     port = _free_port()
     env = dict(os.environ, DATABASE_URL=db_url, SECRET_KEY="live-server-test-" + "x" * 32,
                MAX_UPLOAD_BYTES=str(20 << 20), MAX_ZIP_BYTES=str(20 << 20), UPLOAD_IDLE_TIMEOUT="2",
+               MAX_ZIP_RATIO="5000",  # the bomb below (zeros, ~1,000:1) is to meet MAX_ZIP_BYTES; the ratio: test_live_attacks
                UPLOAD_DIR=str(tmp_path / "uploads"))
     env.update(env_extra)
     proc = subprocess.Popen([sys.executable, "-m", "app.cli", "serve", "--host", "127.0.0.1", "--port", str(port)],

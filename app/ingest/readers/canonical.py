@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from app.ingest import budget
 from app.ingest.canonical import Location
 from app.ingest.items import ImportItem, error_item, item_from_raw
 from app.ingest.readers import peek
@@ -40,6 +41,7 @@ def iter_json_array(path: str | os.PathLike, display: str | None = None) -> Iter
     with open(path, "rb") as f:
         try:
             for el in safejson.iter_array(f):
+                budget.charge()  # every element counts (MAX_IMPORT_RECORDS)
                 loc = Location(name, el.line, pointer=f"[{el.index}]")
                 if el.error is None:
                     yield item_from_raw(el.value, Location(name, pointer=f"[{el.index}]"))

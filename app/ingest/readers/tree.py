@@ -148,9 +148,8 @@ def load_mapping(mapping: str | os.PathLike | dict | Mapping | None) -> Mapping:
     else:
         path = os.fspath(mapping)
         try:
-            with open(path, encoding="utf-8") as f:
-                data = yaml.safe_load(f)  # YAML is a superset of JSON
-        except (OSError, yaml.YAMLError) as exc:
+            data = safeyaml.load_file(path)  # YAML is a superset of JSON; within the limits
+        except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
             raise MappingError(f"mapping file {path}: cannot read it: {exc}") from exc
     where = f"mapping file {path}" if path else "mapping"
     if isinstance(data, dict) and isinstance(data.get("files"), dict):

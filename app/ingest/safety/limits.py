@@ -63,6 +63,37 @@ def _too_long(value: Any, limit: int, field: str) -> tuple[str, str] | None:
     return None
 
 
+def surrogate_path(run: Any) -> str | None:
+    """The path of the first string (or key) of `run` holding a lone surrogate (U+D800-U+DFFF,
+    which UTF-8 cannot encode), e.g. ``events[0].content``; None when there is none."""
+    return _char_path(run, "", _has_surrogate)
+
+
+def _has_surrogate(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
+def _char_path(value: Any, path: str, bad) -> str | None:
+    if isinstance(value, str):
+        return (path or "run") if bad(value) else None
+    if isinstance(value, dict):
+        for k, v in value.items():
+            sub = f"{path}.{k}" if path else str(k)
+            if isinstance(k, str) and bad(k):
+                return sub
+            if (found := _char_path(v, sub, bad)) is not None:
+                return found
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            if (found := _char_path(v, f"{path}[{i}]", bad)) is not None:
+                return found
+    return None
+
+
 def _nul_path(value: Any, path: str) -> str | None:
     """Returns the path of the first string (or key) holding a NUL character, else None."""
     if isinstance(value, str):
@@ -110,6 +141,8 @@ class InputLimits:
     max_zip_members: int = 10_000
     #: how deep zip archives may nest inside zip archives (1: a zip may hold zips, which may not)
     max_zip_nesting: int = 1
+    #: largest ratio of unpacked to compressed bytes of one zip member (checked while unpacking)
+    max_zip_ratio: int = 200
 
 
 def input_limits() -> InputLimits:

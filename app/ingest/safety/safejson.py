@@ -27,6 +27,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import IO, Any
 
+from app.ingest import budget as _budget
 from app.ingest.safety.limits import InputLimits, input_limits
 
 BOM = b"\xef\xbb\xbf"
@@ -453,10 +454,13 @@ def bounded_lines(f: IO[bytes], max_line: int | None = None) -> Iterator[bytes |
     `max_line` bytes (MAX_RECORD_BYTES) is not held in memory: it comes back as a `LineTooLong`
     and reading goes on with the next line."""
     most = max_line if max_line is not None else input_limits().max_record_bytes
+    spend = _budget.current()  # every line counts, blank and comment lines too (MAX_IMPORT_RECORDS)
     while True:
         line = f.readline(most + 1)
         if not line:
             return
+        if spend is not None:
+            spend.records()
         if len(line) <= most or line.endswith(b"\n") and len(line) == most + 1 and most > 0:
             yield line
             continue
