@@ -11,6 +11,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from app.ingest import budget as _budget
 from app.ingest.safety import safejson
 
 BOM = b"\xef\xbb\xbf"
@@ -36,22 +37,29 @@ def head(path: str | os.PathLike) -> bytes:
 
 @lru_cache(maxsize=256)
 def _head(stamp: tuple[str, int, int]) -> tuple[bytes, bool, int]:
-    """(prefix, whole: the prefix is the whole line, offset of the line)."""
+    """(prefix, whole: the prefix is the whole line, offset of the line). Leading blank lines are
+    skipped a chunk at a time (a line at a time cost 0.09 CPU-s per MiB of blank lines) and count
+    against the import's record budget, one record a line (MAX_IMPORT_RECORDS)."""
     try:
         with open(stamp[0], "rb") as f:
-            while True:
-                offset = f.tell()
+            start = True
+            while chunk := f.read(1 << 16):
+                base = f.tell() - len(chunk)
+                if start and chunk.startswith(BOM):
+                    chunk, base = chunk[3:], base + 3
+                start = False
+                stripped = chunk.lstrip()
+                skipped = len(chunk) - len(stripped)
+                if skipped:
+                    _budget.charge(chunk.count(b"\n", 0, skipped))
+                if not stripped:
+                    continue
+                offset = base + skipped
+                f.seek(offset)
                 raw = f.readline(PREFIX)
-                if not raw:
-                    return b"", True, 0
                 whole = raw.endswith(b"\n") or len(raw) < PREFIX
-                if not whole:
-                    return raw.lstrip().removeprefix(BOM).lstrip(), False, offset
-                s = raw.strip()
-                if s.startswith(BOM):
-                    s = s[3:].strip()
-                if s:
-                    return s, True, offset
+                return (raw.strip() if whole else raw.lstrip()), whole, offset
+            return b"", True, 0
     except OSError:
         return b"", True, 0
 
