@@ -6,6 +6,14 @@ from app.auth.models import ApiToken, User  # noqa: F401
 from app.capture.models import CaptureError, CaptureRecord, LiveRun  # noqa: F401
 from app.flags.models import RunFlag  # noqa: F401
 from app.runs.models import Agent, Audit, Check, Event, Principal, Run, Scenario  # noqa: F401
+from app.studies.models import (  # noqa: F401
+    AssignmentBatch,
+    AssignmentRemoval,
+    QueueRule,
+    RunQuota,
+    Study,
+    StudyMember,
+)
 from app.taxonomies.models import Taxonomy  # noqa: F401
 
 metadata = SQLModel.metadata
