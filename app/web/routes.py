@@ -15,6 +15,7 @@ ROUTER_MODULES = [
     "app.exports.dataset_views",  # before app.exports.views: its {table}.{fmt} path would take hf.zip
     "app.exports.views",
     "app.detectors.views",
+    "app.studies.views",
     "app.auth.views",
     "app.web.pages",
     "app.taxonomies.pages",
@@ -26,6 +27,7 @@ ROUTER_MODULES = [
     "app.flags.views",
     "app.flags.pages",
     "app.exports.pages",
+    "app.studies.pages",
 ]
 
 
