@@ -461,7 +461,7 @@ def create_assignments(session: Session, run_filter: RunFilter, sample_size: int
     if rows:
         for i in range(0, len(rows), 500):
             session.execute(Assignment.__table__.insert(), rows[i:i + 500])
-    if batch is not None and (rows or rule_id is None):
+    if batch is not None and rows:
         design = session.exec(select(AssignmentBatch).where(AssignmentBatch.name == batch,
                                                             AssignmentBatch.taxonomy_pk == taxonomy.id)).first()
         if design is None:
