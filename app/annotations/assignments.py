@@ -305,7 +305,7 @@ def _ensure_quotas(session: Session, study_key: int, tax: Taxonomy, run_pks: lis
         have |= set(session.exec(select(RunQuota.run_pk).where(
             RunQuota.study_key == study_key, RunQuota.taxonomy_pk == tax.id,
             RunQuota.run_pk.in_(run_pks[i:i + 500]))).all())
-    missing = [pk for pk in run_pks if pk not in have]
+    missing = sorted(pk for pk in run_pks if pk not in have)  # in run order: concurrent inserts never deadlock
     if not missing:
         return
     study_cond = Assignment.study_id.is_(None) if study_key == 0 else Assignment.study_id == study_key
