@@ -15,6 +15,7 @@ from app.studies.service import create_study, get_study
 from tests.annotations.factories import make_run, make_user
 from tests.api.clients import bearer, login
 
+
 def _setup(engine):
     with Session(engine) as s:
         for i in range(6):

@@ -14,7 +14,7 @@ from app.annotations.service import resolve_taxonomy
 from app.auth.models import User
 from app.auth.service import create_token
 from app.runs.models import Run
-from app.studies.service import check_selection, create_study, get_study, study_run_pks, study_run_ids
+from app.studies.service import check_selection, create_study, get_study, study_run_ids, study_run_pks
 
 
 def _run_ids(engine, study: str) -> set[str]:
