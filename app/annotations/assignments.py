@@ -256,7 +256,15 @@ def draw_batch(session: Session, tax: Taxonomy, runs: dict[str, int], policy: st
     `detector:<name>`); uncertainty `source` (`judge:<name>`); flagged `source` (a detector or
     judge, `detector:*`, `judge:*`; default every one); random `rate` (Bernoulli draw by run id
     instead of a fixed sample size, for queue rules)."""
+    if params is not None and not isinstance(params, dict):
+        raise policies.PolicyError("params", f"must be an object, got {type(params).__name__}")
     params = dict(params or {})
+    for key, value in params.items():
+        if key not in ("stratify_by", "allocation", "against", "source", "rate"):
+            raise policies.PolicyError(f"params.{key}", "unknown parameter; use stratify_by, allocation, against, "
+                                                        "source or rate")
+        if key != "rate" and value is not None and not isinstance(value, str):
+            raise policies.PolicyError(f"params.{key}", f"must be a string, got {value!r}")
     rng = rng if rng is not None else random.Random(seed)
     pk_to_id = {pk: rid for rid, pk in runs.items()}
     if policy not in policies.POLICIES:

@@ -318,3 +318,47 @@ def run_in_study(session: Session, study: Study, run_pk: int) -> bool:
 __all__ = ["SELECTION_KEYS", "StudyError", "StudyNotFound", "check_selection", "create_study", "get_study",
            "list_studies", "member_role", "optional_study", "scope_condition", "selection_query", "set_member",
            "study_run_ids", "study_run_pks"]
+
+
+def inclusion_probabilities(session: Session, study: Study, batches: list[str] | None = None) -> dict[int, float]:
+    """run pk -> the probability that the run is in the study's probability sample: the union of
+    its `random`, `stratified` and `all` batches (or of the `batches` named), treated as
+    independent draws: 1 - prod_b (1 - pi_b(run)), pi_b the batch's inclusion probability for the
+    run's stratum, 0 for a run outside the batch's frame (imported after the batch was drawn).
+    Covers every run of the study now; a run drawn by a batch keeps the stratum it was drawn in,
+    the others' strata are read now. Rule batches (`random` with a rate) apply to every run."""
+    from app.annotations.assignments import run_strata
+    from app.annotations.models import Assignment
+    from app.annotations.policies import PROBABILITY_POLICIES
+    from app.studies.models import AssignmentBatch
+
+    q = select(AssignmentBatch).where(AssignmentBatch.study_id == study.id,
+                                      AssignmentBatch.policy.in_(PROBABILITY_POLICIES))
+    if batches is not None:
+        q = q.where(AssignmentBatch.name.in_(list(batches)))
+    designs = list(session.exec(q.order_by(AssignmentBatch.id)).all())
+    pk_to_id = dict(session.exec(select(Run.id, Run.run_id).where(Run.id.in_(study_run_ids(session, study)))).all())
+    miss = {pk: 1.0 for pk in pk_to_id}  # probability of being missed by every batch so far
+    tax = session.get(Taxonomy, study.taxonomy_pk)
+    for d in designs:
+        params = d.params or {}
+        rule_rate = params.get("rate") if d.policy == "random" else None
+        in_frame = [pk for pk in pk_to_id if rule_rate is not None
+                    or (d.frame_max_run_pk is not None and pk <= d.frame_max_run_pk)]
+        if rule_rate is not None:
+            probs = {pk: float(rule_rate) for pk in in_frame}
+        elif d.policy == "stratified":
+            drawn = dict(session.exec(select(Assignment.run_pk, Assignment.stratum).where(
+                Assignment.batch == d.name, Assignment.taxonomy_pk == d.taxonomy_pk)).all())
+            now = run_strata(session, tax, {pk_to_id[pk]: pk for pk in in_frame if pk not in drawn},
+                             params.get("stratify_by"))
+            probs = {}
+            for pk in in_frame:
+                h = drawn.get(pk, now.get(pk_to_id[pk]))
+                probs[pk] = float((d.strata or {}).get(h, {}).get("inclusion_prob", 0.0))
+        else:
+            p = float((d.strata or {}).get("", {}).get("inclusion_prob", 1.0 if d.policy == "all" else 0.0))
+            probs = {pk: p for pk in in_frame}
+        for pk, p in probs.items():
+            miss[pk] *= 1 - p
+    return {pk: 1 - m for pk, m in miss.items()}

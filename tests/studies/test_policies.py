@@ -231,3 +231,27 @@ def test_scores():
     assert policies.versus_score([frozenset({"A"})], frozenset({"A", "B"})) == 0.5
     assert policies.versus_score([frozenset()], frozenset()) == 0
     assert policies.confidence_split([0.5, 0.95]) == 1.0 and policies.confidence_split([None]) == 0
+
+
+def test_inclusion_probabilities_of_a_study(corpus):
+    from app.studies.service import inclusion_probabilities
+
+    session, _, tax, study = corpus
+    assert set(inclusion_probabilities(session, study).values()) == {0.0}  # nothing drawn yet
+    _fill(session, tax, study, "random", n=4, seed=3, batch="srs")
+    pi = inclusion_probabilities(session, study)
+    assert len(pi) == 10 and list(pi.values()) == [pytest.approx(0.4)] * 10
+    _fill(session, tax, study, "stratified", n=4, seed=3, batch="strat", stratify_by="family", allocation="equal")
+    pi = inclusion_probabilities(session, study)
+    runs = dict(session.exec(select(Run.id, Run.run_id)).all())
+    for pk, p in pi.items():  # independent draws: 1 - (1 - 0.4)(1 - pi_h)
+        ph = 2 / 7 if runs[pk].startswith("c") else 2 / 3
+        assert p == pytest.approx(1 - 0.6 * (1 - ph))
+    assert list(inclusion_probabilities(session, study, ["srs"]).values()) == [pytest.approx(0.4)] * 10
+    _fill(session, tax, study, "disagreement", batch="targeted")  # not a probability sample: ignored
+    assert inclusion_probabilities(session, study) == pi
+    # runs imported after a batch was drawn were not in its frame
+    make_run(session, "late")
+    session.commit()
+    late = get_run(session, "late").id
+    assert inclusion_probabilities(session, study)[late] == 0.0
