@@ -168,3 +168,19 @@ def test_lead_api(engine):
         "runs_matching"] == 4
     assert [s["name"] for s in c.get("/api/v1/studies", headers=h).json()] == ["alpha"]
     assert {s["name"] for s in c.get("/api/v1/studies", headers=hadm).json()} == {"alpha", "beta"}
+
+
+def test_export_page_takes_a_study(engine):
+    app, _ = _setup(engine)
+    c = TestClient(app)
+    login(c, "ann1")  # a member of alpha
+    page = c.get("/exports?study=alpha")
+    assert page.status_code == 200 and 'id="study-switcher"' in page.text
+    assert "/api/v1/exports/runs.csv?study=alpha" in page.text
+    assert c.get("/exports?study=beta").status_code == 403
+    res = c.get("/exports/download?table=runs&fmt=csv&study=alpha", follow_redirects=False)
+    assert res.status_code == 303 and res.headers["location"] == "/api/v1/exports/runs.csv?study=alpha"
+    rows = c.get(res.headers["location"]).text.strip().splitlines()
+    assert len(rows) == 7 and all(r.split(",")[0].startswith("a") for r in rows[1:])
+    plain = c.get("/exports").text  # without a study: the links as before
+    assert 'href="/api/v1/exports/runs.csv"' in plain and "?study=" not in plain
