@@ -8,6 +8,14 @@ from app.flags.models import RunFlag  # noqa: F401
 from app.jobs.models import Job  # noqa: F401
 from app.judges.models import JudgeCache, JudgeCall, JudgeResult, JudgeRun, JudgeVersion  # noqa: F401
 from app.runs.models import Agent, Audit, Check, Event, Principal, Run, Scenario  # noqa: F401
+from app.studies.models import (  # noqa: F401
+    AssignmentBatch,
+    AssignmentRemoval,
+    QueueRule,
+    RunQuota,
+    Study,
+    StudyMember,
+)
 from app.taxonomies.models import Taxonomy  # noqa: F401
 
 metadata = SQLModel.metadata

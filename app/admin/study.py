@@ -21,17 +21,23 @@ from app.taxonomies.models import Taxonomy
 
 
 def preview_assignments(session: Session, run_filter: RunFilter, sample_size: int | None, seed: int,
-                        annotators: list[str], k: int, taxonomy: Taxonomy, batch: str | None) -> dict[str, Any]:
-    """What `create_assignments` would create with these inputs, without creating anything:
-    {runs_matching, runs_selected, created (pairs), skipped_existing (already assigned),
-    per_annotator, first_pairs}. Raises AnnotationError like create_assignments."""
+                        annotators: list[str], k: int, taxonomy: Taxonomy, batch: str | None,
+                        **options: Any) -> dict[str, Any]:
+    """What `create_assignments` would create with these inputs (and `options`: policy, params,
+    study), without creating anything: {runs_matching, runs_selected, created (pairs),
+    skipped_existing (already assigned), skipped_full, skipped_removed, per_annotator, policy,
+    seed, strata, first_pairs, first_picks (run_id, inclusion_prob, stratum, score)}. Raises
+    AnnotationError / PolicyError like create_assignments."""
     nested = session.begin_nested()
     try:
-        result = create_assignments(session, run_filter, sample_size, seed, annotators, k, taxonomy, batch)
+        result = create_assignments(session, run_filter, sample_size, seed, annotators, k, taxonomy, batch,
+                                    **options)
     finally:
         nested.rollback()
     out = result.to_dict()
     out["first_pairs"] = [{"run_id": r, "annotator": a, "position": p} for r, a, p in result.pairs[:20]]
+    out["first_picks"] = [{"run_id": r, "inclusion_prob": p, "stratum": h, "score": sc}
+                          for r, p, h, sc in result.picks[:20]]
     return out
 
 
@@ -40,12 +46,15 @@ def default_batch_name() -> str:
     return datetime.now(UTC).strftime("batch-%Y%m%d-%H%M%S")
 
 
-def batches(session: Session, taxonomy: Taxonomy | None = None) -> list[dict[str, Any]]:
+def batches(session: Session, taxonomy: Taxonomy | None = None, study: Any = None) -> list[dict[str, Any]]:
     """One row per (batch, taxonomy): pairs, runs, annotators, pairs started (an annotation exists),
-    pairs submitted, runs complete (every annotator assigned in the batch submitted: k of k), created."""
+    pairs submitted, runs complete (every annotator assigned in the batch submitted: k of k), created,
+    policy (and seed) it was drawn by. With `study`: that study's batches only."""
     q = select(Assignment, Taxonomy.key, Taxonomy.version).join(Taxonomy, Taxonomy.id == Assignment.taxonomy_pk)
     if taxonomy is not None:
         q = q.where(Assignment.taxonomy_pk == taxonomy.id)
+    if study is not None:
+        q = q.where(Assignment.study_id == study.id)
     rows = session.exec(q).all()
     states = {(a.run_pk, a.user_id, a.taxonomy_pk): a.status for a in session.exec(select(Annotation)).all()}
     groups: dict[tuple, dict[str, Any]] = {}
@@ -53,7 +62,8 @@ def batches(session: Session, taxonomy: Taxonomy | None = None) -> list[dict[str
     for a, key, version in rows:
         g = groups.setdefault((a.batch, a.taxonomy_pk), {
             "batch": a.batch, "taxonomy": f"{key}@{version}", "taxonomy_pk": a.taxonomy_pk, "pairs": 0,
-            "runs": set(), "annotators": set(), "started": 0, "submitted": 0, "created_at": a.created_at})
+            "runs": set(), "annotators": set(), "started": 0, "submitted": 0, "created_at": a.created_at,
+            "policy": a.policy, "seed": a.seed, "study_id": a.study_id})
         g["pairs"] += 1
         g["runs"].add(a.run_pk)
         g["annotators"].add(a.user_id)
@@ -73,19 +83,31 @@ def batches(session: Session, taxonomy: Taxonomy | None = None) -> list[dict[str
     return out
 
 
-def undo_batch(session: Session, batch: str, taxonomy_pk: int) -> tuple[int, int]:
-    """Remove the assignments of `batch` under that taxonomy version that nobody has started;
-    keeps (and counts) those with an annotation, so no work is lost. Returns (removed, kept)."""
-    rows = session.exec(select(Assignment).where(Assignment.batch == batch, Assignment.taxonomy_pk == taxonomy_pk)).all()
+def undo_batch(session: Session, batch: str, taxonomy_pk: int, study: Any = None) -> tuple[int, int]:
+    """Remove the assignments of `batch` under that taxonomy version (in `study` when given)
+    that nobody has started; keeps (and counts) those with an annotation, so no work is lost.
+    Undoing is not removing by hand: a later fill may draw those runs again. Returns (removed, kept)."""
+    from app.annotations.assignments import release_quota
+    from app.studies.models import AssignmentBatch
+
+    q = select(Assignment).where(Assignment.batch == batch, Assignment.taxonomy_pk == taxonomy_pk)
+    if study is not None:
+        q = q.where(Assignment.study_id == study.id)
+    rows = session.exec(q).all()
     started = set(session.exec(select(Annotation.run_pk, Annotation.user_id).where(
         Annotation.taxonomy_pk == taxonomy_pk)).all())
     removed = kept = 0
-    for a in rows:
-        if (a.run_pk, a.user_id) in started:
-            kept += 1
-        else:
-            session.delete(a)
-            removed += 1
+    gone = [a for a in rows if (a.run_pk, a.user_id) not in started]
+    kept = len(rows) - len(gone)
+    release_quota(session, gone)
+    for a in gone:
+        session.delete(a)
+        removed += 1
+    if not kept:
+        design = session.exec(select(AssignmentBatch).where(AssignmentBatch.name == batch,
+                                                            AssignmentBatch.taxonomy_pk == taxonomy_pk)).first()
+        if design is not None and (study is None or design.study_id == study.id):
+            session.delete(design)
     session.flush()
     return removed, kept
 

@@ -21,7 +21,7 @@ from app.core.db import begin_write
 from app.core.text import is_decimal
 from app.reports.charts import heatmap
 from app.web.csrf import verify_form_csrf
-from app.web.deps import ReviewerPage
+from app.web.deps import ReviewerPage, study_switcher
 from app.web.templating import render
 
 router = APIRouter(include_in_schema=False)
@@ -71,6 +71,15 @@ def _kappa_heatmap(annotators: list[str], matrix: list[list[float | None]], titl
                                "submitted; the diagonal is not measured.")
 
 
+def _study(session, user, ref: str | None):
+    """(study, its run scope) after the permission rule (404 unknown, 403 refused)."""
+    from app.studies.access import study_for
+    from app.studies.service import study_run_ids
+
+    st = study_for(session, user, "agreement", ref)
+    return st, study_run_ids(session, st)
+
+
 # --------------------------------------------------------------------------------------------
 # dashboard
 
@@ -83,6 +92,7 @@ def agreement_page(
     include_judges: bool = False, level: str = "run",
     n_boot: Annotated[int | None, Query(ge=0, le=service.MAX_N_BOOT)] = None, seed: int = 0,
     k: Annotated[int | None, Query(ge=0, le=1000, description="attribution: steps within +-k agree")] = None,
+    study: str | None = None,
 ):
     """Per-mode, per-category and overall agreement with intervals, the kappa-paradox flag, the
     pairwise kappa heatmap, blame agreement, evidence overlap and each annotator against gold."""
@@ -91,10 +101,13 @@ def agreement_page(
     nb = PAGE_N_BOOT if n_boot is None else n_boot
     ctx: dict[str, Any] = {"f": f, "options": options, "n_boot": nb, "seed": seed, "names": COEFFICIENT_NAMES,
                            "report": None, "gold": None, "chart": None, "error": None, "attribution": None}
+    st, scope = _study(session, user, study)
+    ctx["switcher"] = study_switcher(session, user, "agreement", st)
     try:
         service.check_level(level)
         data = service.load_agreement_data(session, taxonomy=f["taxonomy"], family=f["family"],
-                                           annotators=f["annotators"] or None, include_judges=f["include_judges"])
+                                           annotators=f["annotators"] or None, include_judges=f["include_judges"],
+                                           scope=scope)
         report = service.agreement_payload(data, level=level, n_boot=nb, seed=seed)
         gold = service.gold_payload(data, n_boot=0)
         # attribution agreement (who and when: the CLI's `agreement --k K`), when there are attributions
@@ -146,13 +159,17 @@ def disagreements_page(
     taxonomy: str | None = None, family: str | None = None,
     annotators: Annotated[list[str] | None, Query()] = None, include_judges: bool = False,
     page: Annotated[int, Query(ge=1, le=MAX_PAGE)] = 1, page_size: Annotated[int, Query(ge=1, le=500)] = 50,
+    study: str | None = None,
 ):
     """Runs ranked by disagreement, each annotator's labels side by side, links into the trace."""
     f = _filters(taxonomy, family, annotators, include_judges)
     ctx: dict[str, Any] = {"f": f, "options": service.filter_options(session), "data": None, "error": None}
+    st, scope = _study(session, user, study)
+    ctx["switcher"] = study_switcher(session, user, "agreement", st)
     try:
         data = service.load_agreement_data(session, taxonomy=f["taxonomy"], family=f["family"],
-                                           annotators=f["annotators"] or None, include_judges=f["include_judges"])
+                                           annotators=f["annotators"] or None, include_judges=f["include_judges"],
+                                           scope=scope)
         payload = service.disagreements_payload(data, page=page, page_size=page_size)
     except service.AgreementError as exc:
         ctx["error"] = str(exc)

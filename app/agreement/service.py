@@ -233,12 +233,15 @@ def _frame(columns: dict[str, list], names: tuple[str, ...]) -> pd.DataFrame:
     return pd.DataFrame({c: columns[c] for c in names}, columns=list(names))
 
 
-def _run_families(session: Session) -> dict[int, tuple[str, str | None]]:
-    """run pk -> (run_id, family), the run's own scenario object winning."""
+def _run_families(session: Session, scope: Any = None) -> dict[int, tuple[str, str | None]]:
+    """run pk -> (run_id, family), the run's own scenario object winning (runs in `scope` only,
+    a study's run-id subquery, when given)."""
     out = {}
-    for pk, run_id, fam, override in _rows(session, select(
-            Run.id, Run.run_id, Scenario.family, cast(Run.scenario_override, Text))
-            .join(Scenario, Scenario.id == Run.scenario_id)):
+    q = select(Run.id, Run.run_id, Scenario.family, cast(Run.scenario_override, Text)).join(
+        Scenario, Scenario.id == Run.scenario_id)
+    if scope is not None:
+        q = q.where(Run.id.in_(scope))
+    for pk, run_id, fam, override in _rows(session, q):
         if override is not None and override != "null":
             override = json.loads(override)
             if override:
@@ -249,12 +252,14 @@ def _run_families(session: Session) -> dict[int, tuple[str, str | None]]:
 
 def load_agreement_data(session: Session, *, taxonomy: str | None = None, family: str | None = None,
                         annotators: Any = None, include_judges: bool = False,
-                        include_sources: bool = True) -> AgreementData:
+                        include_sources: bool = True, scope: Any = None) -> AgreementData:
     """Returns the :class:`AgreementData` of the submitted annotations under the taxonomy version
     ``taxonomy`` (default the latest a2-failures), of runs of ``family`` (all when None), by
     ``annotators`` (comma list or list of user names; all humans when None) plus judges when
     ``include_judges`` and the annotators of imported datasets (kind "source", e.g. MAD's
-    ``mad:annotator_N``: people's labels, though not people of this app) when ``include_sources``.  Raises :class:`AgreementError` for an unknown taxonomy or annotator.
+    ``mad:annotator_N``: people's labels, though not people of this app) when ``include_sources``;
+    only the runs of ``scope`` (a study's run-id subquery) when given.  Raises :class:`AgreementError`
+    for an unknown taxonomy or annotator.
 
     One query per table read (runs with their scenarios, users, submitted annotations, their
     labels, agents, gold runs, gold labels); JSON columns are read as text and the evidence
@@ -273,7 +278,7 @@ def load_agreement_data(session: Session, *, taxonomy: str | None = None, family
         if missing:
             raise AgreementError("annotators", f"unknown annotator {missing[0]!r}")
 
-    runs = {pk: rid for pk, (rid, fam) in _run_families(session).items() if family is None or fam == family}
+    runs = {pk: rid for pk, (rid, fam) in _run_families(session, scope).items() if family is None or fam == family}
 
     def keep_user(name: str, kind: str) -> bool:
         if wanted is not None:

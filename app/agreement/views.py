@@ -26,7 +26,16 @@ from app.agreement import adjudication, service
 from app.agreement.cache import AgreementCache
 from app.agreement.coefficients import compute
 from app.annotations.http import JsonErrorRoute, api_csrf
-from app.api.deps import MAX_PAGE, ApiUser, ReviewerUser, SessionDep, require_labels_visible
+from app.api.deps import (
+    MAX_PAGE,
+    ApiUser,
+    ReviewerUser,
+    SessionDep,
+    StudyQuery,
+    require_labels_visible,
+    study_cache_key,
+    study_scope,
+)
 from app.core.db import begin_write
 
 router = APIRouter(prefix="/api/v1", tags=["agreement"], route_class=JsonErrorRoute,
@@ -72,10 +81,10 @@ def _cache(request: Request) -> AgreementCache:
 
 
 def _load(session: Session, taxonomy: str | None, family: str | None, annotators: str | None,
-          include_judges: bool) -> service.AgreementData:
+          include_judges: bool, scope: Any = None) -> service.AgreementData:
     try:
         return service.load_agreement_data(session, taxonomy=taxonomy, family=family, annotators=annotators,
-                                           include_judges=include_judges)
+                                           include_judges=include_judges, scope=scope)
     except service.AgreementError as exc:
         raise HTTPException(422, str(exc)) from None
 
@@ -104,18 +113,20 @@ def _load(session: Session, taxonomy: str | None, family: str | None, annotators
 def agreement(
     request: Request, session: SessionDep, user: ApiUser,
     level: Annotated[Literal["run", "agent"], Query(description="What a unit is.")] = "run",
-    taxonomy: TaxonomyQuery = None, family: FamilyQuery = None, annotators: AnnotatorsQuery = None,
+    study: StudyQuery = None, taxonomy: TaxonomyQuery = None, family: FamilyQuery = None,
+    annotators: AnnotatorsQuery = None,
     include_judges: Annotated[bool, Query(description="Count `judge:*` annotators as annotators too.")] = False,
     n_boot: NBootQuery = None, seed: SeedQuery = None, confidence: ConfidenceQuery = 0.95,
 ) -> dict[str, Any]:
     require_labels_visible(session, user, "agreement")
+    st, scope = study_scope(session, user, "agreement", study)
     nb = _n_boot(request, n_boot)
 
     def compute_payload() -> dict[str, Any]:
-        data = _load(session, taxonomy, family, annotators, include_judges)
+        data = _load(session, taxonomy, family, annotators, include_judges, scope)
         return service.agreement_payload(data, level=level, n_boot=nb, seed=seed or 0, confidence=confidence)
 
-    key = ("agreement", level, taxonomy, family, annotators, include_judges, nb, seed or 0, confidence)
+    key = ("agreement", level, taxonomy, family, annotators, include_judges, nb, seed or 0, confidence, study_cache_key(st))
     return _cache(request).get(session, key, compute_payload)
 
 
@@ -130,18 +141,20 @@ def agreement(
 )
 def agreement_gold(
     request: Request, session: SessionDep, user: ApiUser,
-    taxonomy: TaxonomyQuery = None, family: FamilyQuery = None, annotators: AnnotatorsQuery = None,
+    study: StudyQuery = None, taxonomy: TaxonomyQuery = None, family: FamilyQuery = None,
+    annotators: AnnotatorsQuery = None,
     include_judges: Annotated[bool, Query(description="Report `judge:*` annotators too.")] = True,
     n_boot: NBootQuery = None, seed: SeedQuery = None, confidence: ConfidenceQuery = 0.95,
 ) -> dict[str, Any]:
     require_labels_visible(session, user, "agreement")
+    st, scope = study_scope(session, user, "agreement", study)
     nb = _n_boot(request, n_boot)
 
     def compute_payload() -> dict[str, Any]:
-        data = _load(session, taxonomy, family, annotators, include_judges)
+        data = _load(session, taxonomy, family, annotators, include_judges, scope)
         return service.gold_payload(data, n_boot=nb, seed=seed or 0, confidence=confidence)
 
-    key = ("gold", taxonomy, family, annotators, include_judges, nb, seed or 0, confidence)
+    key = ("gold", taxonomy, family, annotators, include_judges, nb, seed or 0, confidence, study_cache_key(st))
     return _cache(request).get(session, key, compute_payload)
 
 
@@ -161,11 +174,13 @@ def agreement_gold(
 def agreement_attribution(
     session: SessionDep, user: ApiUser,
     k: Annotated[int, Query(ge=0, le=1_000_000, description="Steps at most k apart agree (`step_within_k`).")] = 1,
-    taxonomy: TaxonomyQuery = None, family: FamilyQuery = None, annotators: AnnotatorsQuery = None,
+    study: StudyQuery = None, taxonomy: TaxonomyQuery = None, family: FamilyQuery = None,
+    annotators: AnnotatorsQuery = None,
     include_judges: Annotated[bool, Query(description="Count `judge:*` annotators too.")] = True,
 ) -> dict[str, Any]:
     require_labels_visible(session, user, "agreement")
-    data = _load(session, taxonomy, family, annotators, include_judges)
+    _, scope = study_scope(session, user, "agreement", study)
+    data = _load(session, taxonomy, family, annotators, include_judges, scope)
     return service.attribution_payload(data, k=k)
 
 
@@ -181,16 +196,17 @@ def agreement_attribution(
 )
 def agreement_judges(
     request: Request, session: SessionDep, user: ApiUser,
-    taxonomy: TaxonomyQuery = None, family: FamilyQuery = None,
+    study: StudyQuery = None, taxonomy: TaxonomyQuery = None, family: FamilyQuery = None,
     n_boot: NBootQuery = None, seed: SeedQuery = None,
 ) -> dict[str, Any]:
     require_labels_visible(session, user, "agreement")
+    st, scope = study_scope(session, user, "agreement", study)
     nb = _n_boot(request, n_boot)
 
     def compute_payload() -> dict[str, Any]:
-        return service.judges_payload(_load(session, taxonomy, family, None, True), n_boot=nb, seed=seed or 0)
+        return service.judges_payload(_load(session, taxonomy, family, None, True, scope), n_boot=nb, seed=seed or 0)
 
-    return _cache(request).get(session, ("judges", taxonomy, family, nb, seed or 0), compute_payload)
+    return _cache(request).get(session, ("judges", taxonomy, family, nb, seed or 0, study_cache_key(st)), compute_payload)
 
 
 @router.get(
@@ -204,12 +220,14 @@ def agreement_judges(
 )
 def agreement_disagreements(
     session: SessionDep, user: ApiUser,
-    taxonomy: TaxonomyQuery = None, family: FamilyQuery = None, annotators: AnnotatorsQuery = None,
+    study: StudyQuery = None, taxonomy: TaxonomyQuery = None, family: FamilyQuery = None,
+    annotators: AnnotatorsQuery = None,
     include_judges: Annotated[bool, Query(description="Count `judge:*` annotators too.")] = False,
     page: Annotated[int, Query(ge=1, le=MAX_PAGE)] = 1, page_size: Annotated[int, Query(ge=1, le=500)] = 50,
 ) -> dict[str, Any]:
     require_labels_visible(session, user, "agreement")
-    data = _load(session, taxonomy, family, annotators, include_judges)
+    _, scope = study_scope(session, user, "agreement", study)
+    data = _load(session, taxonomy, family, annotators, include_judges, scope)
     return service.disagreements_payload(data, page=page, page_size=page_size)
 
 
@@ -297,6 +315,8 @@ class AdjudicationIn(BaseModel):
     label: GoldLabelIn | None = None
     label_ids: list[int] | None = None
     rationale: str | None = None
+    study: str | None = Field(None, description="A study (name or id): 403 unless you lead it, 404 when the run "
+                                                "is not one of its runs.")
     version: int | None = Field(None, ge=0, le=2**31 - 1, description=(
         "undo / restore / edit / remove: the gold label's `version` as last read; accept / reject: the "
         "version of the candidate's gold label as last read, 0 when it had none (`gold_version` of the "
@@ -304,16 +324,29 @@ class AdjudicationIn(BaseModel):
         "when it was removed) and nothing is written."))
 
 
-def _run_and_tax(session: Session, run_id: str, taxonomy: str | None):
+def _run_and_tax(session: Session, run_id: str, taxonomy: str | None, user: Any = None, study: str | None = None):
+    """The run and taxonomy version; with `study`: 403 unless `user` may adjudicate in it, 404
+    when the run is not one of its runs (and its taxonomy version is the default)."""
     from app.annotations.service import AnnotationError, NotFoundError, get_run_or_error, resolve_taxonomy
+    from app.studies.service import run_in_study
 
+    st = None
+    if study:
+        st, _ = study_scope(session, user, "adjudicate", study)
     try:
-        tax = resolve_taxonomy(session, taxonomy)
+        if st is not None and not taxonomy:
+            from app.taxonomies.models import Taxonomy
+
+            tax = session.get(Taxonomy, st.taxonomy_pk)
+        else:
+            tax = resolve_taxonomy(session, taxonomy)
         run = get_run_or_error(session, run_id)
     except NotFoundError as exc:
         raise HTTPException(404, str(exc)) from None
     except AnnotationError as exc:
         raise HTTPException(422, str(exc)) from None
+    if st is not None and not run_in_study(session, st, run.id):
+        raise HTTPException(404, f"run {run_id!r} is not in study {st.name!r}")
     return run, tax
 
 
@@ -328,8 +361,8 @@ def _run_and_tax(session: Session, run_id: str, taxonomy: str | None):
     responses={404: {"description": "unknown run"}},
 )
 def adjudication_get(run_id: str, session: SessionDep, user: ReviewerUser,
-                     taxonomy: TaxonomyQuery = None) -> dict[str, Any]:
-    run, tax = _run_and_tax(session, run_id, taxonomy)
+                     taxonomy: TaxonomyQuery = None, study: StudyQuery = None) -> dict[str, Any]:
+    run, tax = _run_and_tax(session, run_id, taxonomy, user, study)
     adjudication.open_adjudication(session, run, tax, user)
     return adjudication.adjudication_view(session, run, tax)
 
@@ -352,8 +385,8 @@ def adjudication_get(run_id: str, session: SessionDep, user: ReviewerUser,
 )
 def adjudication_post(run_id: str, body: AdjudicationIn, session: SessionDep, user: ReviewerUser) -> Any:
     begin_write(session)
-    run, tax = _run_and_tax(session, run_id, body.taxonomy)
-    params = body.model_dump(exclude={"action", "taxonomy"})
+    run, tax = _run_and_tax(session, run_id, body.taxonomy, user, body.study)
+    params = body.model_dump(exclude={"action", "taxonomy", "study"})
     if body.label is not None:
         params["label"] = body.label.model_dump(exclude_none=True)
     try:

@@ -21,6 +21,18 @@ class Assignment(SQLModel, table=True):
     position: int = 0
     batch: str | None = Field(default=None, max_length=200)
     created_at: datetime = Field(default_factory=utcnow)
+    #: the study the assignment was made in (None: made without a study)
+    study_id: int | None = Field(default=None, foreign_key="study.id", index=True, ondelete="SET NULL")
+    #: how the run was chosen: random | stratified | disagreement | uncertainty | flagged | all
+    #: (None: made before sampling policies were recorded)
+    policy: str | None = Field(default=None, max_length=20)
+    #: the seed of the draw
+    seed: int | None = None
+    #: the probability that the run was drawn into this batch (n/N for a simple random sample,
+    #: n_h/N_h in its stratum, 1 for all / flagged / disagreement / uncertainty picks)
+    inclusion_prob: float | None = None
+    #: the stratum the run was drawn from (stratified; None otherwise)
+    stratum: str | None = Field(default=None, sa_column=Column(Text))
 
 
 class Annotation(SQLModel, table=True):

@@ -1,7 +1,7 @@
 """Request and response bodies of the annotation, queue, assignment and progress endpoints."""
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -130,6 +130,18 @@ class AssignmentsIn(BaseModel):
     k: int = Field(ge=1, description="Distinct annotators per run (at most the number of annotators).")
     taxonomy: str | None = Field(None, description="Taxonomy version to label under (default latest a2-failures).")
     batch: str | None = Field(None, max_length=200, description="A name for this batch of assignments.")
+    study: str | None = Field(None, description="Draw from this study's runs (name or id); its leads may assign.")
+    policy: Literal["random", "stratified", "disagreement", "uncertainty", "flagged", "all"] = Field(
+        "random", description="How the runs are drawn (see docs/studies.md): `random` simple random sample of "
+                              "`sample_size` (the default); `stratified` by `params.stratify_by` with "
+                              "`params.allocation`; `disagreement` (humans, or humans against "
+                              "`params.against`); `uncertainty` (`params.source`: the judge whose samples "
+                              "split); `flagged` (by `params.source`, default every detector and judge); `all`.")
+    params: dict[str, Any] = Field(default_factory=dict, description=(
+        "Policy parameters: `stratify_by` (a run field: family, scenario, alignment, status, condition, model, "
+        "harness, source; or `detector:<name>` / `judge:<name>`), `allocation` (`proportional` | `equal`), "
+        "`against` (`judge:<name>` / `detector:<name>`), `source`."))
+    preview: bool = Field(False, description="Only say what would be made; nothing is written.")
 
 
 class AssignmentsOut(BaseModel):
@@ -139,7 +151,17 @@ class AssignmentsOut(BaseModel):
     runs_selected: int
     created: int
     skipped_existing: int = Field(description="(run, annotator) pairs already assigned, left as they were.")
+    skipped_full: int = Field(0, description="pairs not made: the run already had k annotators in the study.")
+    skipped_removed: int = Field(0, description="pairs not made: removed from that annotator by hand before.")
     per_annotator: dict[str, int]
+    policy: str = "random"
+    seed: int | None = None
+    study: str | None = None
+    strata: dict[str, Any] = Field(default_factory=dict, description=(
+        "Per stratum `{frame, sampled, inclusion_prob}` (random and all: one stratum named \"\")."))
+    first_picks: list[dict[str, Any]] | None = Field(None, description=(
+        "Preview: the first runs drawn, `{run_id, inclusion_prob, stratum, score}`."))
+    first_pairs: list[dict[str, Any]] | None = None
 
 
 class LabelImportOut(BaseModel):

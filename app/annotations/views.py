@@ -10,6 +10,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, HTTPException, Query, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse
+from sqlmodel import select
 
 from app.annotations import service
 from app.annotations.assignments import create_assignments, next_in_queue, user_queue
@@ -24,11 +25,12 @@ from app.annotations.schemas import (
     Queue,
     StaleAnnotation,
 )
-from app.api.deps import MAX_PAGE, AdminUser, ApiUser, ReviewerUser, SessionDep
+from app.api.deps import MAX_PAGE, ApiUser, SessionDep
 from app.api.uploads import UploadReviewer, receive_upload, upload_request_body
 from app.core.config import get_settings
 from app.core.db import begin_write, write_session
 from app.runs.service import RunFilter
+from app.taxonomies.models import Taxonomy
 
 router = APIRouter(prefix="/api/v1", tags=["annotations"], route_class=JsonErrorRoute,
                    dependencies=[Depends(api_csrf)])
@@ -216,23 +218,94 @@ def queue_next(session: SessionDep, user: ApiUser,
 
 
 @router.post(
-    "/assignments", summary="Assign a random sample of runs to annotators (admin)", response_model=AssignmentsOut,
-    tags=["assignments"],
+    "/assignments", summary="Assign a batch of runs to annotators, drawn by a sampling policy (admin or study lead)",
+    response_model=AssignmentsOut, response_model_exclude_none=True, tags=["assignments"],
     description=(
-        "Admin only. Samples `sample_size` runs (all when null) matching `filters` with a seeded RNG and "
-        "assigns each to `k` distinct annotators, balanced (loads differ by at most one); every "
+        "An admin, or with `study` a lead of that study. Draws runs matching `filters` (within the study) by "
+        "`policy` with a seeded RNG (`random`: a simple random sample of `sample_size`, all when null) and "
+        "assigns each to up to `k` distinct annotators, balanced (loads differ by at most one); every "
         "annotator's new runs are appended to their queue in a random, reproducible order. Pairs already "
-        "assigned are skipped. The same inputs on the same runs give the same assignment. 422 when k "
-        "exceeds the number of annotators or a user is unknown."),
+        "assigned are skipped; a run never gets more than k annotators in a study (held by the database); "
+        "a run removed from an annotator by hand is not given back. Every assignment records the policy, "
+        "the seed and the run's inclusion probability. `preview: true` answers what would be made and "
+        "writes nothing. The same inputs on the same runs give the same assignment. 422 when k exceeds the "
+        "number of annotators, a user is unknown or a policy parameter is bad."),
 )
-def assign(body: AssignmentsIn, session: SessionDep, user: AdminUser) -> dict[str, Any]:
+def assign(body: AssignmentsIn, session: SessionDep, user: ApiUser) -> dict[str, Any]:
+    from app.admin.study import default_batch_name, preview_assignments
+    from app.annotations.policies import PolicyError
+    from app.api.deps import study_scope
+
+    st, _ = study_scope(session, user, "assign", body.study)
+    begin_write(session)
     try:
-        tax = service.resolve_taxonomy(session, body.taxonomy)
-        result = create_assignments(session, RunFilter(**body.filters.model_dump()), body.sample_size, body.seed,
-                                    body.annotators, body.k, tax, batch=body.batch)
-    except SERVICE_ERRORS as exc:
+        tax = service.resolve_taxonomy(session, body.taxonomy) if body.taxonomy or st is None else \
+            session.get(Taxonomy, st.taxonomy_pk)
+        options = {"policy": body.policy, "params": body.params, "study": st, "created_by": user}
+        f = RunFilter(**body.filters.model_dump())
+        if body.preview:
+            return preview_assignments(session, f, body.sample_size, body.seed, body.annotators, body.k, tax,
+                                       body.batch, **options)
+        batch = body.batch or (default_batch_name() if st is not None else None)
+        result = create_assignments(session, f, body.sample_size, body.seed, body.annotators, body.k, tax,
+                                    batch=batch, **options)
+    except (*SERVICE_ERRORS, PolicyError) as exc:
         raise http_error(exc) from None
     return result.to_dict()
+
+
+@router.delete(
+    "/assignments/batches/{batch}", summary="Undo a batch (admin or study lead)", tags=["assignments"],
+    description=(
+        "Removes the batch's assignments that nobody has started (started ones stay, so no work is lost) "
+        "and answers `{removed, kept}`. With `study`: that study's batch, for its leads. Undoing is not a "
+        "removal by hand: a later fill may draw those runs again."),
+)
+def undo_batch_api(batch: str, session: SessionDep, user: ApiUser, taxonomy: str | None = None,
+                   study: str | None = None) -> dict[str, Any]:
+    from app.admin.study import undo_batch
+    from app.api.deps import study_scope
+
+    st, _ = study_scope(session, user, "assign", study)
+    begin_write(session)
+    try:
+        tax = service.resolve_taxonomy(session, taxonomy) if taxonomy or st is None else \
+            session.get(Taxonomy, st.taxonomy_pk)
+    except SERVICE_ERRORS as exc:
+        raise http_error(exc) from None
+    removed, kept = undo_batch(session, batch, tax.id, st)
+    if not removed and not kept:
+        raise HTTPException(404, f"no assignments in batch {batch!r}" + (f" of study {st.name!r}" if st else ""))
+    return {"batch": batch, "removed": removed, "kept": kept}
+
+
+@router.post(
+    "/assignments/remove", summary="Take a run out of an annotator's queue for good (admin or study lead)",
+    tags=["assignments"],
+    description=(
+        "Body `{run_id, annotator, study?, taxonomy?}`. Removes the assignment unless the annotator has started "
+        "the run (422), and remembers the removal: no later fill (batch or queue rule) in that study gives "
+        "the run back to that annotator. Answers `{removed}` (false when there was no assignment; the "
+        "removal is remembered all the same)."),
+)
+def remove_api(body: dict[str, Any], session: SessionDep, user: ApiUser) -> dict[str, Any]:
+    from app.annotations.assignments import remove_assignment
+    from app.api.deps import study_scope
+    from app.auth.models import User
+
+    st, _ = study_scope(session, user, "assign", body.get("study"))
+    begin_write(session)
+    try:
+        tax = service.resolve_taxonomy(session, body.get("taxonomy")) if body.get("taxonomy") or st is None else \
+            session.get(Taxonomy, st.taxonomy_pk)
+        run = service.get_run_or_error(session, str(body.get("run_id")), ids_only=True)
+        target = session.exec(select(User).where(User.username == str(body.get("annotator")))).first()
+        if target is None:
+            raise service.AnnotationError("annotator", f"no user {body.get('annotator')!r}")
+        removed = remove_assignment(session, run.id, target, tax, st, user)
+    except SERVICE_ERRORS as exc:
+        raise http_error(exc) from None
+    return {"removed": removed}
 
 
 @router.get(
@@ -245,14 +318,18 @@ def assign(body: AssignmentsIn, session: SessionDep, user: AdminUser) -> dict[st
         "runs with any assignment, annotation or gold label."),
 )
 def get_progress(
-    session: SessionDep, user: ReviewerUser, taxonomy: str | None = None,
+    session: SessionDep, user: ApiUser, taxonomy: str | None = None,
+    study: Annotated[str | None, Query(description="A study (name or id): its runs only; for its leads.")] = None,
     state: Annotated[str | None, Query(pattern="^(unassigned|in_progress|submitted|adjudicated)$")] = None,
     page: Annotated[int, Query(ge=1, le=MAX_PAGE)] = 1, page_size: Annotated[int, Query(ge=1)] = 100,
 ) -> dict[str, Any]:
     from app.annotations.progress import progress
+    from app.api.deps import study_scope
 
+    st, _ = study_scope(session, user, "progress", study)
     try:
-        tax = service.resolve_taxonomy(session, taxonomy)
+        tax = service.resolve_taxonomy(session, taxonomy) if taxonomy or st is None else \
+            session.get(Taxonomy, st.taxonomy_pk)
     except SERVICE_ERRORS as exc:
         raise http_error(exc) from None
-    return progress(session, tax, page, min(page_size, get_settings().max_page_size), state)
+    return progress(session, tax, page, min(page_size, get_settings().max_page_size), state, st)

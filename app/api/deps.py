@@ -4,7 +4,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Annotated
 
-from fastapi import Depends, HTTPException, Request, status
+from fastapi import Depends, HTTPException, Query, Request, status
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from sqlalchemy.exc import DataError, IntegrityError, OperationalError
 from sqlmodel import Session
@@ -112,3 +112,25 @@ def require_labels_visible(session: Session, user: User, what: str) -> None:
         raise HTTPException(status.HTTP_403_FORBIDDEN,
                             f"blind mode: {what} aggregate every annotator's labels; open to reviewers and admins, "
                             "and to annotators once an admin reveals labels")
+
+
+StudyQuery = Annotated[str | None, Query(
+    description="A study (name or id): only its runs. 404 for an unknown study, 403 unless you may use it "
+                "(an admin, a lead of the study, or for reports, agreement and exports a member).")]
+
+
+def study_scope(session: Session, user: User, action: str, ref: str | None):
+    """(study or None, its run-id subquery or None) after the one permission rule
+    (app.studies.access) allowed `user` to do `action` there: 404 unknown study, 403 refused."""
+    from app.studies.access import study_for
+    from app.studies.service import study_run_ids
+
+    study = study_for(session, user, action, ref)
+    return study, study_run_ids(session, study)
+
+
+def study_cache_key(study) -> tuple | None:
+    """The part of a cache key that a study adds (its id and saved selection)."""
+    import json
+
+    return None if study is None else (study.id, json.dumps(study.selection or {}, sort_keys=True))

@@ -27,6 +27,7 @@ COMMANDS = [
     ("app.cli.estimate", "estimate"),
     ("app.cli.jobs", "worker"),
     ("app.cli.jobs", "jobs"),
+    ("app.cli.study", "study"),
 ]
 
 

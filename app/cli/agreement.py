@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from app.cli.common import checked_engine, one_line_errors
+from app.cli.common import checked_engine, one_line_errors, study_scope_of
 
 #: (key in a report row, column header)
 COLUMNS: tuple[tuple[str, str], ...] = (
@@ -124,6 +124,7 @@ def attribution_text(att: dict[str, Any]) -> str:
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON (the API's shape).")
 @click.option("--taxonomy", default=None, help="Taxonomy version: key, key@version or id (default: latest a2-failures).")
 @click.option("--family", default=None, help="Only runs of this scenario family.")
+@click.option("--study", default=None, help="Only the runs of this study (name or id).")
 @click.option("--annotators", default=None, help="Comma-separated user names (default: every human annotator and dataset source, e.g. mad:annotator_1).")
 @click.option("--include-judges", is_flag=True, help="Count judge:* annotators (run audits, imported judges) too.")
 @click.option("--n-boot", type=click.IntRange(0, 10_000), default=None,
@@ -133,7 +134,8 @@ def attribution_text(att: dict[str, Any]) -> str:
 @click.option("--k", "k", type=click.IntRange(min=0), default=1, show_default=True,
               help="Attribution agreement: steps at most k apart count as agreeing (step within +-k).")
 @one_line_errors
-def agreement(level: str, as_json: bool, taxonomy: str | None, family: str | None, annotators: str | None,
+def agreement(level: str, as_json: bool, taxonomy: str | None, family: str | None, study: str | None,
+              annotators: str | None,
               include_judges: bool, n_boot: int | None, seed: int, gold: bool, k: int) -> None:
     """Inter-annotator agreement on the submitted labels of one taxonomy version.
 
@@ -152,8 +154,9 @@ def agreement(level: str, as_json: bool, taxonomy: str | None, family: str | Non
     nb = get_settings().bootstrap_resamples if n_boot is None else n_boot
     engine = checked_engine()
     with Session(engine) as session:
+        _, scope = study_scope_of(session, study)
         data = service.load_agreement_data(session, taxonomy=taxonomy, family=family, annotators=annotators,
-                                           include_judges=include_judges)
+                                           include_judges=include_judges, scope=scope)
     report = service.agreement_payload(data, level=level, n_boot=nb, seed=seed)
     report["attribution_agreement"] = service.attribution_payload(data, k=k)
     for key in ("taxonomy", "family", "include_judges", "annotators_filter", "annotator_kinds", "n_labels",

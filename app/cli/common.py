@@ -29,6 +29,17 @@ def one_line_errors(fn):
     return wrapper
 
 
+def study_scope_of(session, ref: str | None):
+    """(study, its run-id subquery) for `--study` (None, None without one); unknown: a one-line error."""
+    from app.studies.service import StudyNotFound, optional_study, study_run_ids
+
+    try:
+        st = optional_study(session, ref)
+    except StudyNotFound as exc:
+        raise click.ClickException(str(exc)) from None
+    return st, study_run_ids(session, st)
+
+
 def checked_engine() -> Engine:
     engine = get_engine()
     check_schema(engine)

@@ -6,7 +6,7 @@ from typing import Any
 
 import click
 
-from app.cli.common import checked_engine, echo_err, is_tty, one_line_errors
+from app.cli.common import checked_engine, echo_err, is_tty, one_line_errors, study_scope_of
 
 
 def _cell(value: float | None, ci: list[float] | None) -> str:
@@ -61,9 +61,10 @@ def score_text(rep: dict[str, Any]) -> str:
 @click.option("--n-boot", type=click.IntRange(0, 10_000), default=1000, show_default=True,
               help="With --score: bootstrap resamples for the F1 interval.")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary or scores as JSON.")
+@click.option("--study", default=None, help="Only the runs of this study (name or id).")
 @one_line_errors
 def detect(only: tuple[str, ...], run_ids: tuple[str, ...], list_only: bool, score: bool, reference: str,
-           level: str, n_boot: int, as_json: bool) -> None:
+           level: str, n_boot: int, as_json: bool, study: str | None) -> None:
     """Run the detectors; their labels are stored as annotator `detector:<name>`.
 
     Each detector's labels on a run replace its previous ones there (idempotent); other
@@ -95,8 +96,9 @@ def detect(only: tuple[str, ...], run_ids: tuple[str, ...], list_only: bool, sco
             if sm.runs % 50 == 0:
                 click.echo(f"\r{sm.runs} runs ...", err=True, nl=False)
 
+        _, scope = study_scope_of(session, study)
         summary = service.detect_all(session, only=names or None, run_ids=list(run_ids) or None,
-                                     progress=progress if tty else None)
+                                     progress=progress if tty else None, scope=scope)
         if tty:
             click.echo("\r", err=True, nl=False)
     for p in summary.problems:

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import click
 
-from app.cli.common import checked_engine, one_line_errors
+from app.cli.common import checked_engine, one_line_errors, study_scope_of
 
 
 def _split(values: tuple[str, ...]) -> list[str]:
@@ -27,9 +27,11 @@ def _split(values: tuple[str, ...]) -> list[str]:
 @click.option("--source", default="auto", show_default=True,
               help="Report tables: which labels count (auto, gold, majority, annotator:NAME).")
 @click.option("--taxonomy", default=None, help="Report tables: taxonomy version; default latest a2-failures.")
+@click.option("--study", default=None, help="csv, parquet, jsonl: only the runs of this study (name or id) and "
+                                            "what hangs off them.")
 @one_line_errors
 def export(fmt: str, out_dir: str, tables: tuple[str, ...], source: str, taxonomy: str | None,
-           annotator: str | None) -> None:
+           annotator: str | None, study: str | None) -> None:
     """Export the database: runs, scenarios, agents, principals, events, audits, checks, annotations,
     gold labels and the reports, one file per table (schema: docs/export-schema.md).
 
@@ -44,6 +46,8 @@ def export(fmt: str, out_dir: str, tables: tuple[str, ...], source: str, taxonom
     """
     from sqlmodel import Session
 
+    if study and fmt in ("hf", "mad"):
+        raise click.UsageError("--study applies to csv, parquet and jsonl exports")
     if fmt == "mad":
         from app.exports.mad import DEFAULT_ANNOTATOR, export_mad
 
@@ -72,6 +76,8 @@ def export(fmt: str, out_dir: str, tables: tuple[str, ...], source: str, taxonom
     check_source(source)
     with Session(engine) as session:
         resolve_taxonomy(session, taxonomy)
-    opts = ExportOptions(source=source, taxonomy=taxonomy, threshold=get_settings().success_threshold)
+        _, scope = study_scope_of(session, study)
+    opts = ExportOptions(source=source, taxonomy=taxonomy, threshold=get_settings().success_threshold,
+                         run_scope=scope)
     for table, path, rows in export_to_dir(engine, out_dir, fmt, names, opts):
         click.echo(f"{table}: {rows} rows -> {path}")

@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-from app.cli.common import checked_engine, one_line_errors
+from app.cli.common import checked_engine, one_line_errors, study_scope_of
 
 OUTCOME_BY = ("agent", "principal", "family", "model", "harness", "alignment", "scenario")
 
@@ -115,6 +115,7 @@ def crossplay_text(payload: dict[str, Any]) -> str:
               help="Which labels count: auto, gold, majority or annotator:NAME.")
 @click.option("--taxonomy", default=None, help="Taxonomy version (key or key@version); default latest a2-failures.")
 @click.option("--family", default=None, help="Only runs of this scenario family.")
+@click.option("--study", default=None, help="Only the runs of this study (name or id).")
 @click.option("--blind-spots", "blind", is_flag=True,
               help="Report the blind-spot runs (aggregate success although a principal failed or a failure was labelled).")
 @click.option("--crossplay", type=click.Choice(("model", "harness")), default=None,
@@ -122,8 +123,8 @@ def crossplay_text(payload: dict[str, Any]) -> str:
 @click.option("--modes", "show_modes", is_flag=True, help="Also show one column per failure mode (text output).")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON (the REST API's shape).")
 @one_line_errors
-def report(by: str, source: str, taxonomy: str | None, family: str | None, blind: bool, crossplay: str | None,
-           show_modes: bool, as_json: bool) -> None:
+def report(by: str, source: str, taxonomy: str | None, family: str | None, study: str | None, blind: bool,
+           crossplay: str | None, show_modes: bool, as_json: bool) -> None:
     """Outcome report: per group, the aggregate success beside each principal's own success and
     the labelled failure categories; the first line says which labels were used."""
     from sqlmodel import Session
@@ -136,8 +137,9 @@ def report(by: str, source: str, taxonomy: str | None, family: str | None, blind
     engine = checked_engine()
     threshold = get_settings().success_threshold
     with Session(engine) as session:
+        _, scope = study_scope_of(session, study)
         data = service.load_report_data(session, threshold=threshold, taxonomy=taxonomy, family=family,
-                                        with_labels=crossplay is None)
+                                        with_labels=crossplay is None, scope=scope)
     if crossplay:
         payload = service.crossplay_payload(data, crossplay)
         text = crossplay_text if not as_json else None

@@ -14,7 +14,7 @@ from app.api.deps import SessionDep
 from app.detectors import mode_map
 from app.detectors import service as det
 from app.web.csrf import verify_form_csrf
-from app.web.deps import AdminPage
+from app.web.deps import AdminPage, PageUser, page_study, study_switcher
 from app.web.templating import render
 
 router = APIRouter(include_in_schema=False)
@@ -22,15 +22,21 @@ CSRF = [Depends(verify_form_csrf)]
 URL = "/admin/detectors"
 
 
-def _back(request: Request, kind: str, text: str) -> RedirectResponse:
+def _back(request: Request, kind: str, text: str, study: str = "") -> RedirectResponse:
+    from urllib.parse import quote
+
     request.session["flash"] = {"kind": kind, "text": text}
-    return RedirectResponse(URL, status_code=303)
+    return RedirectResponse(URL + (f"?study={quote(study)}" if study else ""), status_code=303)
 
 
 @router.get(URL)
-def detectors_page(request: Request, session: SessionDep, user: AdminPage, reference: str = "truth",
-                   level: str = "run"):
-    """Registered detectors with their modes, the run button, hints per batch, and scores."""
+def detectors_page(request: Request, session: SessionDep, user: PageUser, reference: str = "truth",
+                   level: str = "run", study: str | None = None):
+    """Registered detectors with their modes, the run button, hints per batch, and scores; for an
+    admin, or a study lead within their study."""
+    st, redirect = page_study(request, session, user, "detect", study)
+    if redirect is not None:
+        return redirect
     reg = det.registry()
     tax = det.default_taxonomy(session)
     mapping = mode_map(tax.definition) if tax is not None else {}
@@ -42,25 +48,32 @@ def detectors_page(request: Request, session: SessionDep, user: AdminPage, refer
     return render(request, "admin/detectors.html", detectors=rows, problems=reg.problems, scores=scores,
                   batches=det.all_batches(session), reference=reference, level=level,
                   taxonomy=f"{tax.key}@{tax.version}" if tax is not None else None,
-                  flash=request.session.pop("flash", None))
+                  flash=request.session.pop("flash", None), study=st,
+                  switcher=study_switcher(session, user, "detect", st))
 
 
 @router.post(f"{URL}/run", dependencies=CSRF)
-def detectors_run(request: Request, session: SessionDep, user: AdminPage,
-                  only: Annotated[str, Form()] = "", run_id: Annotated[str, Form()] = ""):
-    """Run every detector (or `only` one) on every run (or `run_id`)."""
+def detectors_run(request: Request, session: SessionDep, user: PageUser,
+                  only: Annotated[str, Form()] = "", run_id: Annotated[str, Form()] = "",
+                  study: Annotated[str, Form()] = ""):
+    """Run every detector (or `only` one) on every run (or `run_id`), within `study` when given."""
+    from app.studies.access import study_for
+    from app.studies.service import study_run_ids
+
+    st = study_for(session, user, "detect", study)
     try:
         summary = det.detect_all(session, only=[only] if only.strip() else None,
-                                 run_ids=[run_id.strip()] if run_id.strip() else None)
+                                 run_ids=[run_id.strip()] if run_id.strip() else None,
+                                 scope=study_run_ids(session, st))
     except det.DetectError as exc:
         session.rollback()
-        return _back(request, "error", str(exc))
+        return _back(request, "error", str(exc), study)
     text = summary.line()
     if summary.errors:
         first = summary.errors[0]
         text += f" (first: run {first['run_id']}, detector {first['detector']}: {first['error']})"
-        return _back(request, "error", text)
-    return _back(request, "ok", text)
+        return _back(request, "error", text, study)
+    return _back(request, "ok", text, study)
 
 
 @router.post(f"{URL}/hints", dependencies=CSRF)

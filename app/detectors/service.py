@@ -139,9 +139,10 @@ def detect_run(session: Session, run_row: Run, detectors: list[Detector], *, run
 
 def detect_all(session: Session, *, only: Iterable[str] | None = None, run_ids: Iterable[str] | None = None,
                reg: Registry | None = None, batch_size: int = 200,
-               progress: Callable[[DetectSummary], None] | None = None) -> DetectSummary:
-    """Run the detectors (all, or those named in `only`) on every stored run (or `run_ids`),
-    committing every `batch_size` runs. Never raises for one detector or one run."""
+               progress: Callable[[DetectSummary], None] | None = None, scope: Any = None) -> DetectSummary:
+    """Run the detectors (all, or those named in `only`) on every stored run (or `run_ids`; only
+    the runs of `scope`, a study's run-id subquery, when given), committing every `batch_size`
+    runs. Never raises for one detector or one run."""
     reg = reg or registry()
     detectors = select_detectors(reg, only)
     summary = DetectSummary(problems=list(reg.problems))
@@ -149,6 +150,8 @@ def detect_all(session: Session, *, only: Iterable[str] | None = None, run_ids: 
     if tax is None:
         raise DetectError("no taxonomy is registered (run `a2annotate db upgrade`)")
     q = select(Run).order_by(Run.run_id)
+    if scope is not None:
+        q = q.where(Run.id.in_(scope))
     if run_ids is not None:
         ids = list(run_ids)
         q = q.where(Run.run_id.in_(ids))

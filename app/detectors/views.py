@@ -15,7 +15,7 @@ from fastapi import APIRouter, Depends, HTTPException, Query
 from pydantic import BaseModel, ConfigDict, Field
 
 from app.annotations.http import JsonErrorRoute, api_csrf
-from app.api.deps import AdminUser, ApiUser, ReviewerUser, SessionDep
+from app.api.deps import ApiUser, ReviewerUser, SessionDep
 from app.detectors import mode_map
 from app.detectors import service as det
 
@@ -42,15 +42,19 @@ class RunIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
     only: list[str] | None = Field(None, description="Detector names; default all.")
     run_ids: list[str] | None = Field(None, description="Run ids; default every stored run.")
+    study: str | None = Field(None, description="Only this study's runs (name or id); open to its leads.")
 
 
 @router.post("/run", summary="Run the detectors", responses=ERRORS,
              description="Stores each detector's labels as annotator `detector:<name>`, replacing its previous "
                          "labels on those runs (other annotations untouched). A detector that fails on a run is "
                          "listed in `errors` and the others go on.")
-def run_detectors(body: RunIn, session: SessionDep, user: AdminUser) -> dict[str, Any]:
+def run_detectors(body: RunIn, session: SessionDep, user: ApiUser) -> dict[str, Any]:
+    from app.api.deps import study_scope
+
+    _, scope = study_scope(session, user, "detect", body.study)
     try:
-        return det.detect_all(session, only=body.only, run_ids=body.run_ids).to_dict()
+        return det.detect_all(session, only=body.only, run_ids=body.run_ids, scope=scope).to_dict()
     except det.DetectError as exc:
         raise HTTPException(422, str(exc)) from None
 

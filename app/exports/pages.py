@@ -34,18 +34,23 @@ def _tables(session, user) -> list[dict]:
 
 
 @router.get("/exports")
-def exports_page(request: Request, session: SessionDep, user: PageUser):
-    """Every export table with its formats; report tables take a label source and a taxonomy."""
+def exports_page(request: Request, session: SessionDep, user: PageUser, study: str | None = None):
+    """Every export table with its formats; report tables take a label source and a taxonomy;
+    with `study` every download holds only that study's runs."""
     from app.annotations.blind import labels_visible_to
+    from app.studies.access import study_for
     from app.taxonomies.service import all_versions
+    from app.web.deps import study_switcher
 
+    st = study_for(session, user, "export", study)
     return render(request, "exports.html", tables=_tables(session, user), sources=SOURCES,
-                  taxonomies=all_versions(session), blind=not labels_visible_to(session, user))
+                  taxonomies=all_versions(session), blind=not labels_visible_to(session, user),
+                  study=st, switcher=study_switcher(session, user, "export", st))
 
 
 @router.get("/exports/download")
 def exports_download(session: SessionDep, user: PageUser, table: str, fmt: str = "csv", source: str = "auto",
-                     taxonomy: str = ""):
+                     taxonomy: str = "", study: str = ""):
     """The export page's form for one table: redirects to its REST download."""
     spec = TABLES.get(table)
     if spec is None or fmt not in spec.formats:
@@ -53,5 +58,7 @@ def exports_download(session: SessionDep, user: PageUser, table: str, fmt: str =
     q = {}
     if spec.report:
         q = {"source": source or "auto", **({"taxonomy": taxonomy} if taxonomy else {})}
+    if study:
+        q["study"] = study
     url = f"/api/v1/exports/{table}.{fmt}" + (f"?{urlencode(q)}" if q else "")
     return RedirectResponse(url, status_code=303)

@@ -81,6 +81,9 @@ class ExportOptions:
     #: column and of `runs_canonical` when ``sight.labels`` is false. None: everything (CLI, admins).
     sight: Any = None
     _declared: dict | None = None
+    #: a study's run-id subquery (app.studies.service.study_run_ids): only those runs and what hangs
+    #: off them (None: every run)
+    run_scope: Any = None
     #: rows written per table, filled in while streaming
     counts: dict[str, int] = field(default_factory=dict)
 
@@ -171,6 +174,11 @@ def _keyset(session: Session, stmt, id_col, chunk_size: int) -> Iterator[list]:
             return
 
 
+def _scoped(stmt, opts: ExportOptions, run_pk_col):
+    """``stmt`` restricted to the runs of ``opts.run_scope`` (unchanged without one)."""
+    return stmt if opts.run_scope is None else stmt.where(run_pk_col.in_(opts.run_scope))
+
+
 def _mapped(session: Session, stmt, id_col, chunk_size: int, convert: Callable[[Any], dict]) -> Iterator[list[dict]]:
     """Yields the rows of ``stmt`` in chunks (see :func:`_keyset`), each row turned into a dict by
     ``convert``; a chunk's database rows are dropped before it is handed on."""
@@ -206,13 +214,15 @@ def _runs(session: Session, opts: ExportOptions) -> Iterator[list[dict]]:
                 "n_events": n_events, "source": source, "content_hash": digest, "imported_at": imported_at,
                 "metadata": metadata}
 
-    return _mapped(session, stmt, Run.id, opts.rows_per_chunk("runs"), convert)
+    return _mapped(session, _scoped(stmt, opts, Run.id), Run.id, opts.rows_per_chunk("runs"), convert)
 
 
 def _scenarios(session: Session, opts: ExportOptions) -> Iterator[list[dict]]:
     # scenario ids are text: keyset on the id itself
     stmt = select(Scenario.id, Scenario.family, Scenario.alignment, Scenario.title, Scenario.description,
                   Scenario.extra)
+    if opts.run_scope is not None:
+        stmt = stmt.where(Scenario.id.in_(select(Run.scenario_id).where(Run.id.in_(opts.run_scope))))
     return _mapped(session, stmt, Scenario.id, opts.rows_per_chunk("scenarios"), lambda r: {
         "scenario_id": r[0], "family": r[1], "alignment": r[2], "title": r[3], "description": r[4],
         "metadata": opts.meta(r[5] or {})})
@@ -223,6 +233,7 @@ def _principals(session: Session, opts: ExportOptions) -> Iterator[list[dict]]:
                   Principal.kind, Principal.objective, Principal.constraints, Principal.success, Principal.score,
                   Principal.metrics, Principal.extra, Run.id).join(Run, Run.id == Principal.run_pk)
     opts.load_declared(session)
+    stmt = _scoped(stmt, opts, Principal.run_pk)
     return _mapped(session, stmt, Principal.id, opts.rows_per_chunk("principals"), lambda r: {
         "run_id": r[1], "principal_id": r[2], "position": r[3], "name": r[4], "kind": r[5], "objective": r[6],
         "constraints": list(r[7] or []), "success": r[8], "score": r[9], "metrics": r[10] or {},
@@ -233,6 +244,7 @@ def _agents(session: Session, opts: ExportOptions) -> Iterator[list[dict]]:
     stmt = select(Agent.id, Run.run_id, Agent.agent_id, Agent.position, Agent.principal_id, Agent.role,
                   Agent.model, Agent.harness, Agent.private_state, Agent.extra, Run.id).join(Run, Run.id == Agent.run_pk)
     opts.load_declared(session)
+    stmt = _scoped(stmt, opts, Agent.run_pk)
     return _mapped(session, stmt, Agent.id, opts.rows_per_chunk("agents"), lambda r: {
         "run_id": r[1], "agent_id": r[2], "position": r[3], "principal_id": r[4], "role": r[5], "model": r[6],
         "harness": r[7], "private_state": r[8] or {}, "metadata": opts.meta(r[9] or {}, opts.declared(r[-1], "agents"))})
@@ -243,6 +255,7 @@ def _events(session: Session, opts: ExportOptions) -> Iterator[list[dict]]:
                   Event.visibility, Event.content, Event.data, Event.parent_seq, Event.hop, Event.extra, Run.id
                   ).join(Run, Run.id == Event.run_pk)
     opts.load_declared(session)
+    stmt = _scoped(stmt, opts, Event.run_pk)
     return _mapped(session, stmt, Event.id, opts.rows_per_chunk("events"), lambda r: {
         "run_id": r[1], "seq": r[2], "ts": r[3], "kind": r[4], "actor": r[5], "recipients": list(r[6] or []),
         "visibility": r[7], "content": r[8], "data": opts.data(r[9]), "parent_seq": r[10], "hop": r[11],
@@ -252,6 +265,7 @@ def _events(session: Session, opts: ExportOptions) -> Iterator[list[dict]]:
 def _audits(session: Session, opts: ExportOptions) -> Iterator[list[dict]]:
     stmt = select(Audit.id, Run.run_id, Audit.position, Audit.source, Audit.level, Audit.mode, Audit.agent,
                   Audit.evidence, Audit.note, Audit.extra).join(Run, Run.id == Audit.run_pk)
+    stmt = _scoped(stmt, opts, Audit.run_pk)
     return _mapped(session, stmt, Audit.id, opts.rows_per_chunk("audits"), lambda r: {
         "run_id": r[1], "position": r[2], "source": r[3], "level": r[4], "mode": r[5], "agent": r[6],
         "evidence": list(r[7] or []), "note": r[8], "metadata": r[9] or {}})
@@ -260,6 +274,7 @@ def _audits(session: Session, opts: ExportOptions) -> Iterator[list[dict]]:
 def _checks(session: Session, opts: ExportOptions) -> Iterator[list[dict]]:
     stmt = select(Check.id, Run.run_id, Check.position, Check.source, Check.level, Check.check_id, Check.passed,
                   Check.agent, Check.evidence, Check.detail, Check.extra).join(Run, Run.id == Check.run_pk)
+    stmt = _scoped(stmt, opts, Check.run_pk)
     return _mapped(session, stmt, Check.id, opts.rows_per_chunk("checks"), lambda r: {
         "run_id": r[1], "position": r[2], "source": r[3], "level": r[4], "check_id": r[5], "passed": r[6],
         "agent": r[7], "evidence": list(r[8] or []), "detail": r[9], "metadata": r[10] or {}})
@@ -279,6 +294,7 @@ def _annotation_rows(session: Session, opts: ExportOptions) -> Iterator[list[tup
             .join(Taxonomy, Taxonomy.id == Annotation.taxonomy_pk))
     if opts.annotation_filter is not None:
         stmt = stmt.where(opts.annotation_filter)
+    stmt = _scoped(stmt, opts, Annotation.run_pk)
     for rows in _keyset(session, stmt, Annotation.id, opts.rows_per_chunk("annotations")):
         ids = [r[0] for r in rows]
         labels: dict[int, list[tuple]] = {i: [] for i in ids}
@@ -335,6 +351,7 @@ def _gold_labels(session: Session, opts: ExportOptions) -> Iterator[list[dict]]:
     stmt = (select(GoldRun.id, Run.run_id, Taxonomy.key, Taxonomy.version, GoldRun.status, GoldRun.no_failure,
                    GoldRun.reviewer_id, GoldRun.rationale, GoldRun.taxonomy_pk)
             .join(Run, Run.id == GoldRun.run_pk).join(Taxonomy, Taxonomy.id == GoldRun.taxonomy_pk))
+    stmt = _scoped(stmt, opts, GoldRun.run_pk)
     for rows in _keyset(session, stmt, GoldRun.id, opts.rows_per_chunk("gold_labels")):
         ids = [r[0] for r in rows]
         labels: dict[int, list[tuple]] = {i: [] for i in ids}
@@ -364,7 +381,7 @@ def _gold_labels(session: Session, opts: ExportOptions) -> Iterator[list[dict]]:
 def _runs_canonical(session: Session, opts: ExportOptions) -> Iterator[list[dict]]:
     from app.runs.service import to_canonical
 
-    for rows in _keyset(session, select(Run.id), Run.id, _CANONICAL_RUNS_PER_CHUNK):
+    for rows in _keyset(session, _scoped(select(Run.id), opts, Run.id), Run.id, _CANONICAL_RUNS_PER_CHUNK):
         out = [to_canonical(session, session.get(Run, pk)) for (pk,) in rows]
         session.expunge_all()
         for run in out:
@@ -385,7 +402,7 @@ def _report(table: str, session: Session, opts: ExportOptions) -> tuple[list[str
     from app.reports.outcomes import to_records
 
     data = reports.load_report_data(session, threshold=opts.threshold, taxonomy=opts.taxonomy,
-                                    with_labels=not table.startswith("crossplay_"))
+                                    with_labels=not table.startswith("crossplay_"), scope=opts.run_scope)
     if table.startswith("outcomes_by_"):
         frame = reports.outcome_frame(data, table.removeprefix("outcomes_by_"), opts.source)
     elif table == "blind_spots":
@@ -623,7 +640,8 @@ def export_stream(engine: Engine, table: str, fmt: str, opts: ExportOptions | No
     def generate() -> Iterator[bytes]:
         with Session(engine) as session:
             # a blind annotator's export leaves hidden metadata out: the row path decodes it
-            if fmt in ("csv", "parquet") and table in _arrow.FAST_TABLES and not opts.blind():
+            if fmt in ("csv", "parquet") and table in _arrow.FAST_TABLES and not opts.blind()
+                    and opts.run_scope is None):
                 yield from _arrow_stream(session, spec, fmt, opts, count)
                 return
             columns, chunks = iter_chunks(session, table, opts)

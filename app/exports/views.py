@@ -7,7 +7,7 @@ from fastapi import APIRouter, HTTPException, Path, Query, Request
 from fastapi.responses import StreamingResponse
 
 from app.annotations.http import JsonErrorRoute
-from app.api.deps import ApiUser, SessionDep
+from app.api.deps import ApiUser, SessionDep, StudyQuery, study_scope
 from app.exports import service
 from app.exports.schema import TABLES
 
@@ -45,6 +45,7 @@ def export_table(
     fmt: Annotated[Literal["csv", "parquet", "jsonl"], Path(description="File format.")],
     source: Annotated[str, Query(description="Report tables: `auto`, `gold`, `majority` or `annotator:<name>`.")] = "auto",
     taxonomy: Annotated[str | None, Query(description="Report tables: taxonomy version; default latest a2-failures.")] = None,
+    study: StudyQuery = None,
 ) -> StreamingResponse:
     from app.annotations.blind import (
         demo_truth_visible_to,
@@ -53,6 +54,7 @@ def export_table(
         visible_annotation_filter,
     )
 
+    _, scope = study_scope(session, user, "export", study)
     spec = TABLES.get(table)
     if spec is None:
         raise HTTPException(404, f"unknown table {table!r} (tables: {', '.join(TABLES)})")
@@ -64,7 +66,7 @@ def export_table(
                                  threshold=request.app.state.settings.success_threshold,
                                  strip_demo_truth=not demo_truth_visible_to(user),
                                  withhold_audits=not labels_visible_to(session, user),
-                                 sight=sight_of(session, user))
+                                 sight=sight_of(session, user), run_scope=scope)
     if spec.labels:
         if table in ("annotations", "annotations_canonical"):
             opts.annotation_filter = visible_annotation_filter(session, user)

@@ -321,12 +321,19 @@ def load_items(engine: Engine, items: Iterable[Any], *, replace: bool = False, b
     An item's `warnings` (what a lenient reader kept aside) are collected in the summary; with
     `strict` a run with warnings is rejected instead, each warning one entry of `errors`.
 
+    Once everything is committed, the studies' queue rules (app.studies.rules) take the new
+    runs (one count query when no rule is enabled).
+
     `after_store(session, run_row, run, cache)` runs inside the savepoint, once per stored run;
     `cache` lives for the whole import and is emptied whenever a savepoint is rolled back.
     """
     summary = ImportSummary()
     scenario_cache: dict[str, dict] = {}
     cache: dict = {}
+    from app.studies.rules import after_import, max_run_pk
+
+    with Session(engine) as probe:
+        first_new_pk = max_run_pk(probe)  # the runs above it are this import's (for the queue rules)
     session = write_session(engine)  # SQLite: BEGIN IMMEDIATE (see app.core.db)
     clock = TransactionClock(engine)  # SQLite: hold the write lock briefly, then let annotators in
     batch: list[Any] = []
@@ -475,6 +482,8 @@ def load_items(engine: Engine, items: Iterable[Any], *, replace: bool = False, b
             session.commit()
     finally:
         session.close()
+    if summary.imported:
+        after_import(engine, first_new_pk)  # queue rules top up the studies' queues with the new runs
     return summary
 
 

@@ -145,7 +145,17 @@ def to_csv(columns: list[str], rows: list[dict[str, Any]]) -> str:
 
 def _load(request: Request, session: Session, p: Params) -> service.ReportData:
     return service.load_report_data(session, threshold=request.app.state.settings.success_threshold,
-                                    taxonomy=p.taxonomy, family=p.family)
+                                    taxonomy=p.taxonomy, family=p.family, scope=getattr(p, "scope", None))
+
+
+def _with_study(session: Session, user, p: Params, study: str | None) -> Params:
+    """`p` with the study's run scope (after the permission rule: 404 unknown, 403 refused)."""
+    from app.studies.access import study_for
+    from app.studies.service import study_run_ids
+
+    p.study = study_for(session, user, "reports", study)
+    p.scope = study_run_ids(session, p.study)
+    return p
 
 
 def _heat(value: Any, rgb: tuple[int, int, int] = (179, 38, 30), scale: float = 1.0) -> str:
@@ -226,10 +236,15 @@ def reports_page(
     request: Request, session: SessionDep, user: ReviewerPage,
     by: str = "model", source: str = "auto", taxonomy: str | None = None, family: str | None = None,
     crossplay: str = "model", min_runs: str = "1", sort: str | None = None, dir: str = "desc",  # noqa: A002
+    study: str | None = None,
 ):
+    from app.web.deps import study_switcher
+
     try:
-        p = Params(by, source, taxonomy, family, crossplay, _min_runs(min_runs), sort, dir)
+        p = _with_study(session, user, Params(by, source, taxonomy, family, crossplay, _min_runs(min_runs), sort,
+                                              dir), study)
         ctx = _page_context(request, session, p)
+        ctx["switcher"] = study_switcher(session, user, "reports", p.study)
     except service.ReportError as exc:
         return render(request, "reports/index.html", status_code=422, error=str(exc), p=None,
                       options=service.filter_options(session), by_choices=service.OUTCOME_BY)
@@ -241,12 +256,14 @@ def report_data_csv(
     name: str, request: Request, session: SessionDep, user: ReviewerPage,
     by: str = "model", source: str = "auto", taxonomy: str | None = None, family: str | None = None,
     crossplay: str = Query("model"), min_runs: str = "1", sort: str | None = None, dir: str = "desc",  # noqa: A002
+    study: str | None = None,
 ):
     """The data behind one chart or table of the page, as CSV (same query parameters)."""
     if name not in CHART_DATA:
         raise HTTPException(404, f"unknown chart data {name!r} (one of {', '.join(CHART_DATA)})")
     try:
-        p = Params(by, source, taxonomy, family, crossplay, _min_runs(min_runs), sort, dir)
+        p = _with_study(session, user, Params(by, source, taxonomy, family, crossplay, _min_runs(min_runs), sort,
+                                              dir), study)
         data = _load(request, session, p)
         if name == "outcomes":
             payload = service.outcomes_payload(data, p.by, p.source)

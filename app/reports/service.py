@@ -168,10 +168,11 @@ def resolve_taxonomy(session: Session, ref: str | None) -> Taxonomy:
 
 
 def load_report_data(session: Session, *, threshold: float, taxonomy: str | None = None,
-                     family: str | None = None, with_labels: bool = True) -> ReportData:
+                     family: str | None = None, with_labels: bool = True, scope: Any = None) -> ReportData:
     """Returns the :class:`ReportData` of every stored run (of ``family`` if given) under the
     taxonomy version ``taxonomy`` (default: latest a2-failures); ``with_labels=False`` leaves the
-    label frames empty (cross-play needs none).  Raises :class:`ReportError` for an unknown
+    label frames empty (cross-play needs none); ``scope`` (a study's run-id subquery,
+    app.studies.service.study_run_ids) keeps only those runs.  Raises :class:`ReportError` for an unknown
     taxonomy."""
     from app.taxonomies.service import mode_category, mode_codes
 
@@ -181,11 +182,12 @@ def load_report_data(session: Session, *, threshold: float, taxonomy: str | None
     # Core statements on the session's connection (no ORM row handling), JSON columns read as
     # text and decoded here (only where there is something to decode)
     conn = session.connection()
-    run_rows = conn.execute(
-        select(Run.id, Run.run_id, Run.scenario_id, Run.status, Run.aggregate_score,
-               type_coerce(Run.scenario_override, String), Scenario.family, Scenario.alignment)
-        .join(Scenario, Scenario.id == Run.scenario_id).order_by(Run.run_id)
-    ).all()
+    run_q = (select(Run.id, Run.run_id, Run.scenario_id, Run.status, Run.aggregate_score,
+                    type_coerce(Run.scenario_override, String), Scenario.family, Scenario.alignment)
+             .join(Scenario, Scenario.id == Run.scenario_id).order_by(Run.run_id))
+    if scope is not None:
+        run_q = run_q.where(Run.id.in_(scope))
+    run_rows = conn.execute(run_q).all()
     runs: list[tuple] = []
     pk_to_id: dict[int, str] = {}
     for pk, run_id, scenario_id, status, agg, override, fam, alignment in run_rows:

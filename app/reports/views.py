@@ -13,7 +13,7 @@ from pydantic import BaseModel, Field
 from sqlmodel import Session
 
 from app.annotations.http import JsonErrorRoute
-from app.api.deps import ApiUser, SessionDep, require_labels_visible
+from app.api.deps import ApiUser, SessionDep, StudyQuery, require_labels_visible, study_scope
 from app.reports import service
 
 router = APIRouter(prefix="/api/v1/reports", tags=["reports"], route_class=JsonErrorRoute)
@@ -74,11 +74,11 @@ class CrossplayReport(BaseModel):
 
 
 def _data(request: Request, session: Session, taxonomy: str | None, family: str | None,
-          with_labels: bool = True) -> service.ReportData:
+          with_labels: bool = True, scope: Any = None) -> service.ReportData:
     threshold = request.app.state.settings.success_threshold
     try:
         return service.load_report_data(session, threshold=threshold, taxonomy=taxonomy, family=family,
-                                        with_labels=with_labels)
+                                        with_labels=with_labels, scope=scope)
     except service.ReportError as exc:
         raise HTTPException(422, str(exc)) from None
 
@@ -101,9 +101,11 @@ def outcomes(
     by: Annotated[Literal["agent", "principal", "family", "model", "harness", "alignment", "scenario"],
                   Query(description="Grouping of the rows.")] = "agent",
     source: SourceQuery = "auto", taxonomy: TaxonomyQuery = None, family: FamilyQuery = None,
+    study: StudyQuery = None,
 ) -> dict[str, Any]:
     require_labels_visible(session, user, "reports")
-    data = _data(request, session, taxonomy, family)
+    _, scope = study_scope(session, user, "reports", study)
+    data = _data(request, session, taxonomy, family, scope=scope)
     try:
         return service.outcomes_payload(data, by, source)
     except service.ReportError as exc:
@@ -124,9 +126,11 @@ def outcomes(
 def blind_spots(
     request: Request, session: SessionDep, user: ApiUser,
     source: SourceQuery = "auto", taxonomy: TaxonomyQuery = None, family: FamilyQuery = None,
+    study: StudyQuery = None,
 ) -> dict[str, Any]:
     require_labels_visible(session, user, "reports")
-    data = _data(request, session, taxonomy, family)
+    _, scope = study_scope(session, user, "reports", study)
+    data = _data(request, session, taxonomy, family, scope=scope)
     try:
         return service.blind_spots_payload(data, source)
     except service.ReportError as exc:
@@ -148,7 +152,8 @@ def crossplay(
     by: Annotated[Literal["model", "harness"], Query(description="What a side is.")] = "model",
     value: Annotated[Literal["a_mean_score", "b_mean_score", "a_success_rate", "b_success_rate", "n", "runs"],
                      Query(description="The cell column shown in `matrix`.")] = "a_mean_score",
-    family: FamilyQuery = None,
+    family: FamilyQuery = None, study: StudyQuery = None,
 ) -> dict[str, Any]:
-    data = _data(request, session, None, family, with_labels=False)
+    _, scope = study_scope(session, user, "reports", study)
+    data = _data(request, session, None, family, with_labels=False, scope=scope)
     return service.crossplay_payload(data, by, value)

@@ -24,6 +24,10 @@ def page_user(request: Request, session: SessionDep) -> User:
         request.session.pop("uid", None)
         raise LoginRequired(quote(str(request.url.path) + ("?" + request.url.query if request.url.query else "")))
     request.state.user = user
+    if user.role == "reviewer":  # the admin menu shows a study lead their study tools
+        from app.studies.access import leads_any
+
+        request.state.leads_study = leads_any(session, user)
     return user
 
 
@@ -41,3 +45,32 @@ def page_role(*roles: str):
 
 ReviewerPage = Annotated[User, Depends(page_role("admin", "reviewer"))]
 AdminPage = Annotated[User, Depends(page_role("admin"))]
+
+
+def page_study(request: Request, session, user: User, action: str, ref: str | None):
+    """The study a page works in, after the one permission rule (app.studies.access): returns
+    (study or None, None), or (None, a redirect) when a study lead opens a study page without
+    naming a study (to their first study). 404 unknown study, 403 refused."""
+    from fastapi.responses import RedirectResponse
+
+    from app.studies.access import allowed, study_for
+    from app.studies.service import visible_studies
+
+    if not (ref or "").strip() and not allowed(session, user, action, None):
+        for study in visible_studies(session, user):
+            if allowed(session, user, action, study):
+                sep = "&" if request.url.query else ""
+                return None, RedirectResponse(f"{request.url.path}?{request.url.query}{sep}study={quote(study.name)}",
+                                              status_code=303)
+    return study_for(session, user, action, ref), None
+
+
+def study_switcher(session, user: User, action: str, current) -> dict:
+    """What the study switcher of a page shows: the studies `user` may do `action` in, the
+    current one, and whether "all runs" (no study) is open to them."""
+    from app.studies.access import allowed
+    from app.studies.service import visible_studies
+
+    return {"studies": [s.name for s in visible_studies(session, user) if allowed(session, user, action, s)],
+            "current": current.name if current is not None else "",
+            "all_allowed": allowed(session, user, action, None)}

@@ -18,6 +18,7 @@ ROUTER_MODULES = [
     "app.detectors.views",
     "app.jobs.views",
     "app.judges.views",
+    "app.studies.views",
     "app.auth.views",
     "app.web.pages",
     "app.taxonomies.pages",
@@ -32,6 +33,7 @@ ROUTER_MODULES = [
     "app.flags.pages",
     "app.exports.pages",
     "app.jobs.pages",
+    "app.studies.pages",
 ]
 
 

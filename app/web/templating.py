@@ -20,4 +20,5 @@ templates.env.filters["tojson_pretty"] = lambda v: json.dumps(v, indent=2, ensur
 
 def render(request: Request, name: str, status_code: int = 200, **context):
     context.setdefault("user", getattr(request.state, "user", None))
+    context.setdefault("leads_study", getattr(request.state, "leads_study", False))
     return templates.TemplateResponse(request, name, context, status_code=status_code)

@@ -21,7 +21,11 @@
     box.appendChild(h);
     var p = el("p", r.runs_matching + " run(s) match, " + r.runs_selected + " sampled; " + r.created +
                " new (run, annotator) pair(s)" + (r.skipped_existing ? ", " + r.skipped_existing +
-               " already assigned and left alone" : "") + ".");
+               " already assigned and left alone" : "") + (r.skipped_full ? ", " + r.skipped_full +
+               " left out because the run has k annotators already" : "") + (r.skipped_removed ? ", " +
+               r.skipped_removed + " removed by hand before" : "") + ". Policy " + (r.policy || "random") +
+               (r.first_picks && r.first_picks.length ? ", first run's inclusion probability " +
+                r.first_picks[0].inclusion_prob.toFixed(4) : "") + ".");
     p.id = "preview-summary";
     box.appendChild(p);
     var t = el("table", undefined, "data"), tb = el("tbody");

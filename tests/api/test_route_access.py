@@ -71,6 +71,22 @@ ROUTES: dict[tuple[str, str], Case] = {
     ("POST", "/api/v1/assignments"): Case("/api/v1/assignments", ADMIN, send={
         "json": {"annotators": ["ann"], "k": 1, "seed": 1}}),
     ("GET", "/api/v1/progress"): Case("/api/v1/progress", REVIEWER),
+    ("DELETE", "/api/v1/assignments/batches/{batch}"): Case("/api/v1/assignments/batches/no-batch", ADMIN, ok=404),
+    ("POST", "/api/v1/assignments/remove"): Case("/api/v1/assignments/remove", ADMIN, send={
+        "json": {"run_id": "r1", "annotator": "spare"}}),
+    # studies API (a study that does not exist: 404 once the caller may ask at all)
+    ("GET", "/api/v1/studies"): Case("/api/v1/studies", USER),
+    ("POST", "/api/v1/studies"): Case("/api/v1/studies", ADMIN, ok=201, send={"json": {"name": "s-route"}}),
+    ("GET", "/api/v1/studies/{name}"): Case("/api/v1/studies/no-study", USER, ok=404),
+    ("PUT", "/api/v1/studies/{name}/selection"): Case("/api/v1/studies/no-study/selection", ADMIN, ok=404,
+                                                      send={"json": {}}),
+    ("POST", "/api/v1/studies/{name}/members"): Case("/api/v1/studies/no-study/members", ADMIN, ok=404,
+                                                     send={"json": {"username": "ann", "role": "annotator"}}),
+    ("POST", "/api/v1/studies/{name}/rules"): Case("/api/v1/studies/no-study/rules", USER, ok=404, send={
+        "json": {"name": "r", "policy": "all", "k": 1, "annotators": ["ann"]}}),
+    ("POST", "/api/v1/studies/{name}/fill"): Case("/api/v1/studies/no-study/fill", USER, ok=404),
+    ("GET", "/admin/studies"): Case("/admin/studies", ADMIN),
+    ("POST", "/admin/studies"): Case("/admin/studies", ADMIN, ok=303, send={"data": {"name": "s-page"}}),
     # reports API (outcomes and blind spots show labels: refused to annotators under blind mode)
     ("GET", "/api/v1/reports/outcomes"): Case("/api/v1/reports/outcomes", REVIEWER),
     ("GET", "/api/v1/estimates"): Case("/api/v1/estimates?mode=DD1", REVIEWER),
