@@ -23,6 +23,7 @@ def estimates_text(payload: dict[str, Any]) -> str:
     the planner's rows when there are any."""
     head = (f"Rate of {payload['kind']} {payload['target']}"
             + (f" by {payload['by']}" if payload["by"] else "")
+            + (f" in study {payload['study']}" if payload.get("study") else "")
             + f", {payload['confidence']:.0%} intervals, {payload['n_units']} units"
             + (f"; judge {payload['judge']}" if payload["judge"] else "; no judge (--judge NAME adds judge and PPI rows)")
             + ".")
@@ -57,7 +58,10 @@ def estimates_text(payload: dict[str, Any]) -> str:
               help="Rows per group: agent / model / harness count agent-runs, principal principal-runs, family runs.")
 @click.option("--judge", default=None, help="The judge (NAME, judge:NAME or detector:NAME): adds the judge-only and "
                                             "PPI rows.")
-@click.option("--taxonomy", default=None, help="Taxonomy version (key or key@version); default latest a2-failures.")
+@click.option("--taxonomy", default=None, help="Taxonomy version (key or key@version); default latest a2-failures "
+                                               "(with --study, the study's).")
+@click.option("--study", default=None, help="Only the runs of this study (name or id), human labels weighted by the "
+                                            "inclusion probabilities its batches recorded.")
 @click.option("--confidence", type=float, default=0.95, show_default=True, help="Interval confidence.")
 @click.option("--target-half-width", type=float, default=None,
               help="Plan: how many more randomly sampled human labels bring each interval to this half-width.")
@@ -66,7 +70,8 @@ def estimates_text(payload: dict[str, Any]) -> str:
               help="Also write the rows to this file: .csv or .parquet.")
 @one_line_errors
 def estimate(mode: str | None, category: str | None, by: str | None, judge: str | None, taxonomy: str | None,
-             confidence: float, target_half_width: float | None, as_json: bool, out: Path | None) -> None:
+             study: str | None, confidence: float, target_half_width: float | None, as_json: bool,
+             out: Path | None) -> None:
     """Failure rates with intervals: from human labels (gold where adjudicated, else the human
     majority), from a judge alone (biased by its errors), and from both by prediction-powered
     inference (PPI++). Human-only and PPI intervals are valid when the humanly labelled runs
@@ -83,8 +88,13 @@ def estimate(mode: str | None, category: str | None, by: str | None, judge: str 
             raise click.UsageError("--out: the file must end in .csv or .parquet")
     engine = checked_engine()
     with Session(engine) as session:
+        st = None
+        if study is not None:
+            from app.studies.service import get_study
+
+            st = get_study(session, study)
         payload = estimates_payload(session, mode=mode, category=category, by=by, judge=judge, taxonomy=taxonomy,
-                                    confidence=confidence, target_half_width=target_half_width)
+                                    confidence=confidence, target_half_width=target_half_width, study=st)
     if out is not None:
         body, _ = table_bytes(payload["rows"], fmt)
         out.write_bytes(body)

@@ -82,15 +82,20 @@ def forest(payload: dict[str, Any]) -> str:
 @router.get("/estimates")
 def estimates_page(request: Request, session: SessionDep, user: ReviewerPage, target: str | None = None,
                    by: str | None = None, judge: str | None = None, taxonomy: str | None = None,
-                   half_width: str | None = None):
+                   half_width: str | None = None, study: str | None = None):
+    from app.studies.access import study_for
+    from app.studies.service import visible_studies
+
+    st = study_for(session, user, "reports", study or None)
     options = filter_options(session)
     ctx: dict[str, Any] = {"options": options, "by_choices": service.BY, "form": {
         "target": target or "", "by": by or "", "judge": judge or "", "taxonomy": taxonomy or "",
-        "half_width": half_width or ""}, "payload": None, "error": None}
+        "half_width": half_width or "", "study": study or ""}, "payload": None, "error": None,
+        "studies": [x.name for x in visible_studies(session, user)]}
     try:
         ctx["targets"] = _targets(session, taxonomy or None)
         if target:
-            payload = service.estimates_payload(session, **_params(target, by, judge, taxonomy, half_width))
+            payload = service.estimates_payload(session, **_params(target, by, judge, taxonomy, half_width), study=st)
             ctx["payload"] = payload
             ctx["forest_svg"] = Markup(forest(payload))
             ctx["query"] = urlencode({k: v for k, v in ctx["form"].items() if v})
@@ -103,12 +108,16 @@ def estimates_page(request: Request, session: SessionDep, user: ReviewerPage, ta
 
 @router.get("/estimates/data.{fmt}")
 def estimates_data(fmt: str, session: SessionDep, user: ReviewerPage, target: str | None = None,
-                   by: str | None = None, judge: str | None = None, taxonomy: str | None = None):
+                   by: str | None = None, judge: str | None = None, taxonomy: str | None = None,
+                   study: str | None = None):
     """The page's table as CSV or Parquet (same query parameters)."""
+    from app.studies.access import study_for
+
     if fmt not in ("csv", "parquet"):
         raise HTTPException(404, f"unknown format {fmt!r} (csv or parquet)")
+    st = study_for(session, user, "reports", study or None)
     try:
-        payload = service.estimates_payload(session, **_params(target, by, judge, taxonomy, None))
+        payload = service.estimates_payload(session, **_params(target, by, judge, taxonomy, None), study=st)
     except service.EstimateError as exc:
         raise HTTPException(422, str(exc)) from None
     body, media = table_bytes(payload["rows"], fmt)

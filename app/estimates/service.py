@@ -180,11 +180,14 @@ def load_units(session: Session, *, mode: str | None = None, category: str | Non
     notes = []
     if inclusion:
         probs = units["run_id"].map(inclusion)
-        missing = units.loc[units["human"].notna() & probs.isna(), "run_id"].unique()
-        if len(missing):
-            raise EstimateError("study", f"run {missing[0]!r} was labelled but its batch recorded no inclusion "
-                                         "probability: estimate within the study that sampled it")
-        units["weight"] = 1.0 / probs
+        outside = units["human"].notna() & ~(probs > 0)
+        n_out = int(units.loc[outside, "run_id"].nunique())
+        if n_out:  # labelled, but not drawn by a probability batch (flagged, disagreement, by hand)
+            units.loc[outside, "human"] = np.nan
+            notes.append(f"{n_out} humanly labelled run(s) outside the study's probability sample (batches of "
+                         "policy random, stratified or all) left out of the human and PPI rows: they cannot be "
+                         "weighted")
+        units["weight"] = 1.0 / probs.where(probs > 0, 1.0)
     else:
         units["weight"] = 1.0
         notes.append("human labels weighed equally: valid when the labelled runs are a simple random sample "
@@ -241,19 +244,45 @@ def plan_rows(table: UnitTable, *, target_half_width: float | None, more: int = 
     return out
 
 
+def study_design(session: Session, study: Any) -> tuple[set[str], dict[str, float] | None, str]:
+    """A study's (run ids, inclusion probabilities by run id or None, taxonomy ``key@version``):
+    the probabilities of its probability batches (app.studies.service.inclusion_probabilities),
+    None when it has none (then the labels are weighed equally, and the payload says so)."""
+    from app.annotations.models import Assignment
+    from app.annotations.policies import PROBABILITY_POLICIES
+    from app.runs.models import Run
+    from app.studies.service import inclusion_probabilities, study_run_ids
+    from app.taxonomies.models import Taxonomy
+
+    pk_to_id = dict(session.execute(select(Run.id, Run.run_id).where(Run.id.in_(study_run_ids(session, study)))).all())
+    probs = inclusion_probabilities(session, study)
+    # the sample is what those batches drew: a run labelled otherwise is not in it, whatever its chance was
+    drawn = {pk for (pk,) in session.execute(select(Assignment.run_pk).where(
+        Assignment.study_id == study.id, Assignment.policy.in_(PROBABILITY_POLICIES)).distinct())}
+    inclusion = {pk_to_id[pk]: p for pk, p in probs.items() if pk in pk_to_id and pk in drawn}
+    tax = session.get(Taxonomy, study.taxonomy_pk)
+    return set(pk_to_id.values()), (inclusion if any(p > 0 for p in inclusion.values()) else None), \
+        f"{tax.key}@{tax.version}"
+
+
 def estimates_payload(session: Session, *, mode: str | None = None, category: str | None = None,
                       by: str | None = None, judge: str | None = None, taxonomy: str | None = None,
                       run_ids: Iterable[str] | None = None, inclusion: dict[str, float] | None = None,
                       confidence: float = 0.95, target_half_width: float | None = None,
-                      study: str | None = None) -> dict[str, Any]:
-    """The JSON the API answers and `a2annotate estimate --json` prints."""
+                      study: Any = None) -> dict[str, Any]:
+    """The JSON the API answers and `a2annotate estimate --json` prints. ``study`` (a Study row):
+    only its runs, under its taxonomy unless ``taxonomy`` is given, human labels weighted by the
+    inclusion probabilities its batches recorded."""
     if not 0.5 <= confidence < 1:
         raise EstimateError("confidence", "confidence must be at least 0.5 and below 1")
+    if study is not None:
+        run_ids, inclusion, study_tax = study_design(session, study)
+        taxonomy = taxonomy or study_tax
     table = load_units(session, mode=mode, category=category, by=by, judge=judge, taxonomy=taxonomy,
                        run_ids=run_ids, inclusion=inclusion)
     payload: dict[str, Any] = {
         "target": table.target, "kind": "mode" if mode is not None else "category",
-        "by": by, "judge": table.judge, "study": study, "confidence": confidence,
+        "by": by, "judge": table.judge, "study": None if study is None else study.name, "confidence": confidence,
         "weighted": table.weighted, "notes": table.notes,
         "n_units": int(len(table.frame)),
         "rows": estimate_rows(table, confidence=confidence),

@@ -12,7 +12,7 @@ from fastapi.responses import Response
 from pydantic import BaseModel, Field
 
 from app.annotations.http import JsonErrorRoute
-from app.api.deps import ApiUser, SessionDep, require_labels_visible
+from app.api.deps import ApiUser, SessionDep, StudyQuery, require_labels_visible, study_scope
 from app.estimates import service
 from app.estimates.tables import table_bytes
 
@@ -59,7 +59,9 @@ class EstimateReport(BaseModel):
         "harness`, agent-runs; `by=principal`, principal-runs), per group, with three methods side by side: "
         "`human` (Wilson interval; weighted by 1 / inclusion probability when the sample was not simple random), "
         "`judge` (needs `judge`; biased by the judge's errors) and `ppi` (needs `judge`; judge labels on every "
-        "unit corrected by human labels on a random sample). The human label of a run is its gold label where "
+        "unit corrected by human labels on a random sample). With `study`, only the study's runs under its taxonomy, "
+        "human labels weighted by the inclusion probabilities its batches recorded (labels outside its probability "
+        "sample left out, and said so in `notes`). The human label of a run is its gold label where "
         "adjudicated, else the strict majority of its human annotators. `target_half_width` adds a planner: "
         "how many more randomly sampled human labels bring each interval to that half-width. `format=csv|"
         "parquet` answers the rows as a file. 403 for annotators under blind mode."),
@@ -77,12 +79,14 @@ def estimates(
     confidence: Annotated[float, Query(description="Interval confidence, in [0.5, 1).")] = 0.95,
     target_half_width: Annotated[float | None, Query(gt=0, lt=1, description="Planner target half-width.")] = None,
     format: Annotated[Literal["json", "csv", "parquet"], Query(description="Answer as JSON or as a table file.")] = "json",
+    study: StudyQuery = None,
 ) -> Any:
     require_labels_visible(session, user, "estimates")
+    st, _ = study_scope(session, user, "reports", study)
     try:
         payload = service.estimates_payload(session, mode=mode, category=category, by=by, judge=judge,
                                             taxonomy=taxonomy, confidence=confidence,
-                                            target_half_width=target_half_width)
+                                            target_half_width=target_half_width, study=st)
     except service.EstimateError as exc:
         raise HTTPException(422, str(exc)) from None
     if format == "json":

@@ -130,8 +130,10 @@ def test_inclusion_probabilities_weight_the_human_rows(corpus):
     want = rates.human_rate([h[i] for i in labelled], [1 / inclusion[f"r{i:02d}"] for i in labelled])
     row = rows_by_method(p)["human"]
     assert p["weighted"] and row["rate"] == pytest.approx(want.rate) and row["n_effective"] == pytest.approx(want.n_effective)
-    with Session(corpus) as s, pytest.raises(EstimateError, match="inclusion probability"):
-        estimates_payload(s, mode="CF1", inclusion={"r00": 0.5})
+    with Session(corpus) as s:  # labelled runs with no inclusion probability are not in the sample
+        only = estimates_payload(s, mode="CF1", inclusion={"r00": 0.5})
+    assert rows_by_method(only)["human"]["n_human"] == 1
+    assert any("19 humanly labelled run(s) outside" in n for n in only["notes"])
 
 
 def test_bad_requests_name_the_field(corpus):
@@ -233,3 +235,30 @@ def test_page_forest_plot_table_and_files(corpus):
     other = TestClient(create_app(corpus))
     login(other, "ann")
     assert other.get("/estimates", params={"target": "mode:CF1"}, follow_redirects=False).status_code in (303, 403)
+
+
+def test_a_study_scopes_the_runs_and_weights_by_its_batches(corpus):
+    """In a study the estimate reads only its runs and weights human labels by the inclusion
+    probabilities its random batch recorded; labelled runs the batch did not draw are left out
+    (they are not in the sample), and the payload says so."""
+    from app.annotations.assignments import RunFilter, create_assignments
+    from app.studies.service import create_study
+    from app.taxonomies.service import latest
+
+    with Session(corpus) as s:
+        tax = latest(s, "a2-failures")
+        study = create_study(s, "commerce-only", selection={"family": "commerce"})
+        res = create_assignments(s, RunFilter(), 10, 7, ["alice"], 1, tax, batch="pilot", study=study)
+        s.commit()
+        drawn = {p[0] for p in res.picks}
+        p_all = estimates_payload(s, mode="CF1", judge="j1")
+        p = estimates_payload(s, mode="CF1", judge="j1", study=study)
+    assert len(drawn) == 10 and all(int(r[1:]) < 30 for r in drawn)  # drawn from the commerce runs
+    assert p["study"] == "commerce-only" and p["n_units"] == 30 and p_all["n_units"] == N
+    h = human_truth()
+    sampled = sorted(i for i in h if f"r{i:02d}" in drawn)
+    human = rows_by_method(p)["human"]
+    assert p["weighted"] and human["n_human"] == len(sampled)
+    assert human["rate"] == pytest.approx(np.mean([h[i] for i in sampled]))  # equal weights: 10 of 30 each
+    assert any(f"{20 - len(sampled)} humanly labelled run(s) outside" in n for n in p["notes"])
+    assert rows_by_method(p)["judge"]["n_judge"] == 30
