@@ -81,14 +81,15 @@ class _Bar:
 @click.option("--runs", "run_ids", multiple=True, metavar="ID",
               help="Judge only these runs (repeatable; comma-separated also works).")
 @click.option("--batch", default=None, metavar="B", help="Judge the runs of this assignment batch.")
+@click.option("--study", default=None, metavar="S", help="Only the runs of this study (name or id).")
 @click.option("--limit", type=click.IntRange(1), default=None, metavar="N",
               help="Judge at most N runs not yet judged by this version.")
 @click.option("--dry-run", is_flag=True,
               help="Estimate calls, tokens and cost for the selection; refuse (exit 1) above the cost cap.")
 @click.option("--json", "as_json", is_flag=True, help="Print the estimate or the judge run's summary as JSON.")
 @one_line_errors
-def run(ref: str, run_ids: tuple[str, ...], batch: str | None, limit: int | None, dry_run: bool,
-        as_json: bool) -> None:
+def run(ref: str, run_ids: tuple[str, ...], batch: str | None, study: str | None, limit: int | None,
+        dry_run: bool, as_json: bool) -> None:
     """Run a judge (a judge FILE, registered first, or a registered NAME or NAME@VERSION) over the
     stored runs, or a selection. Runs this version already judged at their current content are
     skipped, so an interrupted run is resumed by running it again. Ctrl-C cancels: finished runs
@@ -107,7 +108,13 @@ def run(ref: str, run_ids: tuple[str, ...], batch: str | None, limit: int | None
                 echo_err(f"{'registered' if created else 'known'} judge {jv.name}@{jv.version}")
         else:
             jv = service.resolve_judge(session, ref)
-        pending, skipped = service.select_pending(session, jv, run_ids=ids or None, batch=batch, limit=limit)
+        scope = None
+        if study is not None:
+            from app.studies.service import get_study, study_run_ids
+
+            scope = study_run_ids(session, get_study(session, study))
+        pending, skipped = service.select_pending(session, jv, run_ids=ids or None, batch=batch, limit=limit,
+                                                  scope=scope)
         if dry_run:
             est = service.estimate(session, jv, [pk for pk, _, _ in pending])
             est.update(judge=jv.name, version=jv.version, skipped=skipped)
@@ -122,7 +129,7 @@ def run(ref: str, run_ids: tuple[str, ...], batch: str | None, limit: int | None
             if est["over_cap"]:
                 raise click.ClickException(f"the estimated cost {est['cost']:.4f} exceeds the cost cap {est['cost_cap']}")
             return
-        jr = service.plan(session, jv, run_ids=ids or None, batch=batch, limit=limit)
+        jr = service.plan(session, jv, run_ids=ids or None, batch=batch, limit=limit, scope=scope)
         session.commit()
         jr_id = jr.id
     bar = _Bar(is_tty())

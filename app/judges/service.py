@@ -129,11 +129,15 @@ def version_to_api(jv: JudgeVersion) -> dict[str, Any]:
 # --------------------------------------------------------------------------- selection, estimate, plan
 
 def select_pending(session: Session, jv: JudgeVersion, *, run_ids: Iterable[str] | None = None,
-                   batch: str | None = None, limit: int | None = None) -> tuple[list[tuple[int, str, str]], int]:
+                   batch: str | None = None, limit: int | None = None,
+                   scope: Any = None) -> tuple[list[tuple[int, str, str]], int]:
     """The runs to judge: ``[(run_pk, run_id, content_hash)]`` of the selection (every stored run,
-    `run_ids`, or the runs of assignment batch `batch`) that this version has not judged at their
-    current content hash, at most `limit` of them; and how many were skipped as already judged."""
+    `run_ids`, or the runs of assignment batch `batch`; within a study's run-id subquery `scope`)
+    that this version has not judged at their current content hash, at most `limit` of them; and
+    how many were skipped as already judged."""
     q = select(Run.id, Run.run_id, Run.content_hash).order_by(Run.run_id)
+    if scope is not None:
+        q = q.where(Run.id.in_(scope))
     if run_ids:
         ids = list(dict.fromkeys(run_ids))
         found = set(session.exec(select(Run.run_id).where(Run.run_id.in_(ids))).all())
@@ -265,13 +269,13 @@ def estimate(session: Session, jv: JudgeVersion, run_pks: list[int]) -> dict[str
 
 
 def plan(session: Session, jv: JudgeVersion, *, run_ids: Iterable[str] | None = None, batch: str | None = None,
-         limit: int | None = None, user: User | None = None, check_cap: bool = True) -> JudgeRun:
+         limit: int | None = None, user: User | None = None, check_cap: bool = True, scope: Any = None) -> JudgeRun:
     """A queued judge run over the selection (see `select_pending`); refuses when the estimate
     exceeds the judge's cost cap, or another judge run of this version is still working. Runs left
     half done by an interrupted judge run are taken over. The caller commits."""
     from app.core.db import begin_write
 
-    pending, skipped = select_pending(session, jv, run_ids=run_ids, batch=batch, limit=limit)
+    pending, skipped = select_pending(session, jv, run_ids=run_ids, batch=batch, limit=limit, scope=scope)
     est = estimate(session, jv, [pk for pk, _, _ in pending]) if check_cap and \
         jv.definition["limits"].get("cost_cap") is not None else {}
     if est.get("over_cap"):

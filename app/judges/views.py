@@ -41,6 +41,8 @@ class RunIn(BaseModel):
     version: str | None = Field(None, max_length=64, description="A version (prefix); default the latest.")
     run_ids: list[str] | None = Field(None, max_length=100_000, description="Judge only these runs.")
     batch: str | None = Field(None, max_length=200, description="Judge the runs of this assignment batch.")
+    study: str | None = Field(None, max_length=200, description="Only the runs of this study (name or id); its "
+                                                                "leads may launch judges in it.")
     limit: int | None = Field(None, ge=1, description="At most this many runs not yet judged by this version.")
     dry_run: bool = Field(False, description="Only estimate calls, tokens and cost; nothing is started.")
 
@@ -76,18 +78,25 @@ def list_judges(session: SessionDep, user: ReviewerUser) -> dict[str, Any]:
                         409: {"description": "a judge run of this version is still going"},
                         422: {"description": "unknown run or batch, or the estimate exceeds the cost cap"}},
              description="Stores a judge run over the selection (runs already judged by this version at their "
-                         "current content are skipped) as `queued` and starts it outside the request. Answers 202 "
+                         "current content are skipped) as `queued` and hands it to a background worker as a `judge` job "
+                         "(GET /api/v1/jobs). Answers 202 "
                          "with `Location` (the status URL) and the judge run's status. With `dry_run`: 200 with the "
                          "estimate, nothing started.")
 def launch_run(name: str, body: RunIn, request: Request, session: SessionDep, user: ReviewerUser):
     jv = _judge(session, name, body.version)
+    scope = None
+    if body.study is not None:
+        from app.api.deps import study_scope
+
+        _, scope = study_scope(session, user, "judge", body.study)
     try:
         if body.dry_run:
             pending, skipped = service.select_pending(session, jv, run_ids=body.run_ids, batch=body.batch,
-                                                      limit=body.limit)
+                                                      limit=body.limit, scope=scope)
             est = service.estimate(session, jv, [pk for pk, _, _ in pending])
             return JSONResponse({**est, "skipped": skipped, "judge": jv.name, "version": jv.version})
-        jr = service.plan(session, jv, run_ids=body.run_ids, batch=body.batch, limit=body.limit, user=user)
+        jr = service.plan(session, jv, run_ids=body.run_ids, batch=body.batch, limit=body.limit, user=user,
+                          scope=scope)
     except service.JudgeError as exc:
         session.rollback()
         code = 409 if "still running" in str(exc) or "is queued" in str(exc) else 422

@@ -165,3 +165,24 @@ def test_blind_annotator_sees_no_judge_label(site):
             assert got.status_code in (403, 303) and SECRET not in got.text, path
         home = c.get("/")
         assert SECRET not in home.text and "judge:tj" not in home.text
+
+
+def test_judge_run_in_a_study_takes_only_its_runs(engine):
+    """`select_pending(scope=)` (CLI --study, REST `study`) keeps the study's runs only."""
+    from sqlmodel import Session
+
+    from app.judges import service
+    from app.studies.service import create_study, study_run_ids
+    from tests.annotations.factories import make_run
+    from tests.judges.helpers import judge_file
+
+    with Session(engine) as s:
+        for i in range(4):
+            make_run(s, f"sj{i}", family="commerce" if i < 3 else "travel")
+        study = create_study(s, "travel-only", selection={"family": "travel"})
+        jv, _ = service.register(s, judge_file("http://127.0.0.1:9/v1"), "j.yaml")
+        s.commit()
+        everything, _ = service.select_pending(s, jv)
+        scoped, _ = service.select_pending(s, jv, scope=study_run_ids(s, study))
+    assert [r for _, r, _ in scoped] == ["sj3"]
+    assert len(everything) == 4
