@@ -720,10 +720,16 @@ def create_proxy_app(upstream: str, recorder: Recorder, *, name: str | None = No
 
 def uvicorn_config(app: Starlette, host: str, port: int, **kwargs: Any):
     """uvicorn settings for a proxy app: at most `limits.max_connections` connections (503 beyond),
-    idle keep-alive connections closed after `limits.client_timeout` s, bounded headers."""
+    idle keep-alive connections closed after `limits.client_timeout` s, bounded headers; the
+    server's guarded h11 protocol (app.core.guarded_http): request headers must arrive within
+    SERVER_TIMEOUT_HEADERS (408), a body may pause at most SERVER_TIMEOUT_BODY, and one address
+    holds at most SERVER_LIMIT_PER_ADDRESS connections (slowloris)."""
     import uvicorn
 
+    from app.core.guarded_http import GuardedH11Protocol
+
     lim: ProxyLimits = app.state.proxy.limits
+    kwargs.setdefault("http", GuardedH11Protocol)
     return uvicorn.Config(app, host=host, port=port, limit_concurrency=lim.max_connections,
                           timeout_keep_alive=max(1, int(lim.client_timeout)), h11_max_incomplete_event_size=64 * 1024,
                           **kwargs)

@@ -54,6 +54,8 @@ def estimates_text(payload: dict[str, Any]) -> str:
 @click.command("estimate")
 @click.option("--mode", default=None, help="A failure mode code (e.g. CF1).")
 @click.option("--category", default=None, help="A failure category (instead of --mode).")
+@click.option("--attribution", is_flag=True, help="Instead of a mode: how often attribution labels (which agent "
+                                                  "failed, e.g. Who&When's) name each unit; use with --by agent.")
 @click.option("--by", type=click.Choice(BY), default=None,
               help="Rows per group: agent / model / harness count agent-runs, principal principal-runs, family runs.")
 @click.option("--judge", default=None, help="The judge (NAME, judge:NAME or detector:NAME): adds the judge-only and "
@@ -69,7 +71,7 @@ def estimates_text(payload: dict[str, Any]) -> str:
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Also write the rows to this file: .csv or .parquet.")
 @one_line_errors
-def estimate(mode: str | None, category: str | None, by: str | None, judge: str | None, taxonomy: str | None,
+def estimate(mode: str | None, category: str | None, attribution: bool, by: str | None, judge: str | None, taxonomy: str | None,
              study: str | None, confidence: float, target_half_width: float | None, as_json: bool,
              out: Path | None) -> None:
     """Failure rates with intervals: from human labels (gold where adjudicated, else the human
@@ -79,8 +81,8 @@ def estimate(mode: str | None, category: str | None, by: str | None, judge: str 
     from app.estimates.service import estimates_payload
     from app.estimates.tables import table_bytes
 
-    if (mode is None) == (category is None):
-        raise click.UsageError("give one of --mode or --category")
+    if [mode is not None, category is not None, attribution].count(True) != 1:
+        raise click.UsageError("give one of --mode, --category or --attribution")
     fmt = None
     if out is not None:
         fmt = out.suffix.lstrip(".").lower()
@@ -94,7 +96,8 @@ def estimate(mode: str | None, category: str | None, by: str | None, judge: str 
 
             st = get_study(session, study)
         payload = estimates_payload(session, mode=mode, category=category, by=by, judge=judge, taxonomy=taxonomy,
-                                    confidence=confidence, target_half_width=target_half_width, study=st)
+                                    confidence=confidence, target_half_width=target_half_width, study=st,
+                                    attribution=attribution)
     if out is not None:
         body, _ = table_bytes(payload["rows"], fmt)
         out.write_bytes(body)

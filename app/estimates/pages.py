@@ -32,7 +32,9 @@ def _params(target: str | None, by: str | None, judge: str | None, taxonomy: str
     """The page's form values as estimates_payload arguments (``target``: ``mode:CODE`` or
     ``category:C``; ``half_width``: the planner's target)."""
     out: dict[str, Any] = {"by": by or None, "judge": judge or None, "taxonomy": taxonomy or None}
-    if target:
+    if target == "attribution":
+        out["attribution"] = True
+    elif target:
         kind, _, value = target.partition(":")
         if kind not in ("mode", "category") or not value:
             raise service.EstimateError("target", f"expected mode:CODE or category:NAME, got {target!r}")
@@ -54,7 +56,8 @@ def _targets(session: Session, taxonomy: str | None) -> list[tuple[str, str]]:
     tax = resolve_taxonomy(session, taxonomy)
     modes = tax.definition.get("modes") or []
     cats = sorted({m["category"] for m in modes})
-    return ([(f"category:{c}", f"category {c}") for c in cats]
+    return ([("attribution", "attribution (which agent failed)")] if tax.definition.get("attribution") else []) + \
+           ([(f"category:{c}", f"category {c}") for c in cats]
             + [(f"mode:{m['code']}", f"{m['code']} {m.get('name', '')}".strip()) for m in modes])
 
 

@@ -121,18 +121,33 @@ def _units(data: AgreementData, agents: pd.DataFrame, families: dict[str, str | 
     return u[["run_id", "key", "group"]].drop_duplicates(["run_id", "key"]).reset_index(drop=True)
 
 
-def _human_positive(data: AgreementData, target: pd.DataFrame, agents: pd.DataFrame, by: str | None,
+#: annotator kinds whose labels are human labels: people of this app, and the people behind an
+#: imported dataset's labels (kind "source", e.g. Who&When's annotators)
+HUMAN_KINDS = ("human", "source")
+
+
+def _target_labels(data: AgreementData, target: pd.DataFrame | None) -> pd.DataFrame:
+    """The labels that mark the target: those of its modes, or (target None) the mode-less
+    attribution labels (who failed, at which step)."""
+    if target is None:
+        return data.attributions
+    return data.labels[data.labels["mode"].isin(target["mode"])]
+
+
+def _human_positive(data: AgreementData, target: pd.DataFrame | None, agents: pd.DataFrame, by: str | None,
                     ) -> tuple[set[str], set[tuple[str, str]]]:
-    """(runs with a human label, positive (run_id, key) units by the human label)."""
-    gold = set(data.gold_runs)
+    """(runs with a human label, positive (run_id, key) units by the human label). Gold counts for
+    modes (attributions have no gold: their human majority counts)."""
+    gold = set(data.gold_runs) if target is not None else set()
     pos: set[tuple[str, str]] = set()
-    gold_lab = data.gold_labels[data.gold_labels["mode"].isin(target["mode"])]
-    for r in _positive_keys(gold_lab, agents, by).itertuples(index=False):
-        pos.add((r.run_id, r.key))
-    subs = data.submissions[(data.submissions["kind"] == "human") & ~data.submissions["run_id"].isin(gold)]
+    if target is not None:
+        gold_lab = data.gold_labels[data.gold_labels["mode"].isin(target["mode"])]
+        for r in _positive_keys(gold_lab, agents, by).itertuples(index=False):
+            pos.add((r.run_id, r.key))
+    subs = data.submissions[data.submissions["kind"].isin(HUMAN_KINDS) & ~data.submissions["run_id"].isin(gold)]
     n_sub = subs.groupby("run_id")["annotator"].nunique()
-    lab = data.labels[(data.labels["kind"] == "human") & data.labels["mode"].isin(target["mode"])
-                      & data.labels["run_id"].isin(n_sub.index)]
+    lab = _target_labels(data, target)
+    lab = lab[lab["kind"].isin(HUMAN_KINDS) & lab["run_id"].isin(n_sub.index)]
     if len(lab):
         per = []
         for annotator, g in lab.groupby("annotator"):
@@ -147,16 +162,25 @@ def _human_positive(data: AgreementData, target: pd.DataFrame, agents: pd.DataFr
 
 def load_units(session: Session, *, mode: str | None = None, category: str | None = None,
                by: str | None = None, judge: str | None = None, taxonomy: str | None = None,
-               run_ids: Iterable[str] | None = None, inclusion: dict[str, float] | None = None) -> UnitTable:
-    """The :class:`UnitTable` of the runs (``run_ids``: a study's selection; all when None)."""
+               run_ids: Iterable[str] | None = None, inclusion: dict[str, float] | None = None,
+               attribution: bool = False) -> UnitTable:
+    """The :class:`UnitTable` of the runs (``run_ids``: a study's selection; all when None).
+    ``attribution``: the target is being named by an attribution label (mode-less: which agent
+    failed), instead of a mode or category; with ``by=agent`` (or model, harness, principal) the
+    rate at which each is blamed."""
     if by is not None and by not in BY:
         raise EstimateError("by", f"by must be one of {', '.join(BY)}")
     try:
         data = load_agreement_data(session, taxonomy=taxonomy, include_judges=True)
     except FieldError as exc:
         raise EstimateError(exc.field, exc.message) from None
-    target_name, codes = _target_modes(data, mode, category)
-    target = pd.DataFrame({"mode": sorted(codes)})
+    if attribution:
+        if mode is not None or category is not None:
+            raise EstimateError("attribution", "give a mode, a category or attribution, one of them")
+        target_name, codes, target = "attribution", set(), None
+    else:
+        target_name, codes = _target_modes(data, mode, category)
+        target = pd.DataFrame({"mode": sorted(codes)})
     judge_name = _resolve_judge(data, judge)
     agents = _agent_rows(session)
     from app.agreement.service import _run_families
@@ -171,7 +195,8 @@ def load_units(session: Session, *, mode: str | None = None, category: str | Non
     units["human"] = [(1.0 if k in hpos else 0.0) if k[0] in labelled else np.nan for k in keys]
     if judge_name is not None:
         jsubs = set(data.submissions.loc[data.submissions["annotator"] == judge_name, "run_id"])
-        jlab = data.labels[(data.labels["annotator"] == judge_name) & data.labels["mode"].isin(codes)]
+        jlab = _target_labels(data, target)
+        jlab = jlab[jlab["annotator"] == judge_name]
         jpos = set(map(tuple, _positive_keys(jlab, agents, by)[["run_id", "key"]].itertuples(index=False)))
         units["judge"] = [(1.0 if k in jpos else 0.0) if k[0] in jsubs else np.nan for k in keys]
     else:
@@ -269,7 +294,7 @@ def estimates_payload(session: Session, *, mode: str | None = None, category: st
                       by: str | None = None, judge: str | None = None, taxonomy: str | None = None,
                       run_ids: Iterable[str] | None = None, inclusion: dict[str, float] | None = None,
                       confidence: float = 0.95, target_half_width: float | None = None,
-                      study: Any = None) -> dict[str, Any]:
+                      study: Any = None, attribution: bool = False) -> dict[str, Any]:
     """The JSON the API answers and `a2annotate estimate --json` prints. ``study`` (a Study row):
     only its runs, under its taxonomy unless ``taxonomy`` is given, human labels weighted by the
     inclusion probabilities its batches recorded."""
@@ -279,9 +304,9 @@ def estimates_payload(session: Session, *, mode: str | None = None, category: st
         run_ids, inclusion, study_tax = study_design(session, study)
         taxonomy = taxonomy or study_tax
     table = load_units(session, mode=mode, category=category, by=by, judge=judge, taxonomy=taxonomy,
-                       run_ids=run_ids, inclusion=inclusion)
+                       run_ids=run_ids, inclusion=inclusion, attribution=attribution)
     payload: dict[str, Any] = {
-        "target": table.target, "kind": "mode" if mode is not None else "category",
+        "target": table.target, "kind": "attribution" if attribution else ("mode" if mode is not None else "category"),
         "by": by, "judge": table.judge, "study": None if study is None else study.name, "confidence": confidence,
         "weighted": table.weighted, "notes": table.notes,
         "n_units": int(len(table.frame)),

@@ -38,7 +38,7 @@ class EstimateRow(BaseModel):
 
 class EstimateReport(BaseModel):
     target: str
-    kind: Literal["mode", "category"]
+    kind: Literal["mode", "category", "attribution"]
     by: str | None
     judge: str | None = Field(description="The judge annotator used (`judge:<name>` / `detector:<name>`).")
     study: str | None = None
@@ -72,6 +72,8 @@ def estimates(
     session: SessionDep, user: ApiUser,
     mode: Annotated[str | None, Query(description="A mode code, e.g. `CF1`.")] = None,
     category: Annotated[str | None, Query(description="A category, e.g. `CF` (instead of `mode`).")] = None,
+    attribution: Annotated[bool, Query(description="Instead of a mode: how often attribution labels (which agent "
+                                                   "failed) name each unit; with `by=agent`.")] = False,
     by: Annotated[Literal["agent", "principal", "family", "model", "harness"] | None,
                   Query(description="Grouping of the rows; none: one group `all` of runs.")] = None,
     judge: Annotated[str | None, Query(description="The judge: `NAME`, `judge:NAME` or `detector:NAME`.")] = None,
@@ -86,7 +88,8 @@ def estimates(
     try:
         payload = service.estimates_payload(session, mode=mode, category=category, by=by, judge=judge,
                                             taxonomy=taxonomy, confidence=confidence,
-                                            target_half_width=target_half_width, study=st)
+                                            target_half_width=target_half_width, study=st,
+                                            attribution=attribution)
     except service.EstimateError as exc:
         raise HTTPException(422, str(exc)) from None
     if format == "json":

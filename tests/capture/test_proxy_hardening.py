@@ -235,3 +235,26 @@ def test_sse_is_parsed_off_the_event_loop_and_bounded(tmp_path, db_url, engine, 
         bodies = [json.dumps(p) for p in s.exec(select(CaptureRecord.payload)).all()]
     # the 4 MiB event is over the 1 MiB bound: not kept; the event after it is
     assert any('"after"' in b for b in bodies) and all(len(b) < 100_000 for b in bodies)
+
+
+def test_headers_that_never_finish_are_cut_off_by_the_proxy(tmp_path, db_url, monkeypatch):
+    """Slowloris against the recording proxy: request headers that never end get 408 and the
+    connection is closed after SERVER_TIMEOUT_HEADERS (the server's guarded h11 protocol)."""
+    from app.core import guarded_http
+
+    monkeypatch.setenv("SERVER_TIMEOUT_HEADERS", "1")
+    guarded_http.guards.cache_clear()
+    try:
+        rec = Recorder(db_url, stream="slow-headers", spool_dir=tmp_path / "spool", batch_seconds=0.05)
+        with Served(guarded_agent) as upstream, ServedProxy(upstream, rec) as px:
+            with socket.create_connection(("127.0.0.1", px.port), timeout=10) as s:
+                s.sendall(b"POST /echo HTTP/1.1\r\nHost: x\r\n")  # and never the rest
+                t = time.monotonic()
+                data = s.recv(4096)
+                waited = time.monotonic() - t
+                assert data.startswith(b"HTTP/1.1 408"), data
+                assert s.recv(4096) == b""
+            assert 0.5 < waited < 5
+            assert httpx.post(f"{px.url}/echo", content=b"abc").json()["received"] == 3  # others still served
+    finally:
+        guarded_http.guards.cache_clear()

@@ -262,3 +262,33 @@ def test_a_study_scopes_the_runs_and_weights_by_its_batches(corpus):
     assert human["rate"] == pytest.approx(np.mean([h[i] for i in sampled]))  # equal weights: 10 of 30 each
     assert any(f"{20 - len(sampled)} humanly labelled run(s) outside" in n for n in p["notes"])
     assert rows_by_method(p)["judge"]["n_judge"] == 30
+
+
+def test_attribution_rates_per_agent(engine):
+    """Mode-less attribution labels (Who&When's: which agent failed) give agent-level rates: the
+    dataset's source labels count as human labels, a judge's attributions as the judge's."""
+    from app.annotations.service import imported_human_user
+
+    with Session(engine) as s:
+        runs = [make_run(s, f"w{i}") for i in range(12)]
+        tax = latest(s, "who-and-when")
+        source = imported_human_user(s, "whowhen:annotators")
+        judge = judge_user(s, "attr")
+        for i, run in enumerate(runs):
+            blamed = "buyer_agent" if i < 8 else "seller_agent"
+            guess = "buyer_agent" if i < 6 or i == 11 else "seller_agent"
+            if i < 10:  # the dataset labelled ten runs
+                save_annotation(s, source, run, tax, [{"mode": None, "agent": blamed, "evidence": [1]}],
+                                status="submitted", imported=True)
+            save_annotation(s, judge, run, tax, [{"mode": None, "agent": guess, "evidence": [2]}],
+                            status="submitted", imported=True)
+        s.commit()
+        p = estimates_payload(s, attribution=True, by="agent", judge="attr", taxonomy="who-and-when")
+        with pytest.raises(EstimateError):
+            estimates_payload(s, attribution=True, mode="CF1")
+    assert p["kind"] == "attribution" and p["target"] == "attribution"
+    buyer, seller = rows_by_method(p, "buyer_agent"), rows_by_method(p, "seller_agent")
+    assert buyer["human"]["n_human"] == 10 and buyer["human"]["rate"] == pytest.approx(0.8)
+    assert seller["human"]["rate"] == pytest.approx(0.2)
+    assert buyer["judge"]["rate"] == pytest.approx(7 / 12) and seller["judge"]["rate"] == pytest.approx(5 / 12)
+    assert buyer["ppi"]["n_human"] == 10 and buyer["ppi"]["n_judge"] == 12
