@@ -4,12 +4,12 @@ Everybody sees their own jobs; reviewers and admins see all. While a job is queu
 the page refreshes itself every few seconds (a meta refresh: no script)."""
 from __future__ import annotations
 
-from fastapi import APIRouter, Depends, HTTPException, Request
+from fastapi import APIRouter, Depends, Request
 from fastapi.responses import RedirectResponse
 
 from app.api.deps import SessionDep
 from app.jobs import service
-from app.jobs.views import may_cancel, may_see
+from app.jobs.views import cancel_as, may_cancel
 from app.web.csrf import verify_form_csrf
 from app.web.deps import PageUser
 from app.web.templating import render
@@ -32,13 +32,5 @@ def jobs_page(request: Request, session: SessionDep, user: PageUser, state: str 
 
 @router.post("/jobs/{job_id}/cancel", dependencies=[Depends(verify_form_csrf)])
 def cancel_page(job_id: str, session: SessionDep, user: PageUser):
-    job = service.get_job(session, job_id)
-    if job is None or not may_see(user, job):
-        raise HTTPException(404, f"no job {job_id!r}")
-    if not may_cancel(user, job):
-        raise HTTPException(403, "only the job's owner or an admin may cancel it")
-    try:
-        service.request_cancel(session, job_id)
-    except service.JobError as exc:
-        raise HTTPException(409, str(exc)) from None
+    cancel_as(session, user, job_id)
     return RedirectResponse("/jobs", status_code=303)

@@ -71,12 +71,18 @@ def get_job(job_id: str, session: SessionDep, user: ApiUser) -> dict[str, Any]:
              responses={403: {"description": "neither your job nor an admin"}, 404: {"description": "no such job"},
                         409: {"description": "the job has already finished"}})
 def cancel_job(job_id: str, session: SessionDep, user: ApiUser) -> dict[str, Any]:
+    return service.payload(cancel_as(session, user, job_id))
+
+
+def cancel_as(session, user: User, job_id: str) -> Job:
+    """Cancel `job_id` for `user` (the API and the jobs page): 404 when it is not theirs to see,
+    403 when not theirs to cancel, 409 when it has already finished."""
     job = service.get_job(session, job_id)
     if job is None or not may_see(user, job):
         raise HTTPException(404, f"no job {job_id!r}")
     if not may_cancel(user, job):
         raise HTTPException(403, "only the job's owner or an admin may cancel it")
     try:
-        return service.payload(service.request_cancel(session, job_id))
+        return service.request_cancel(session, job_id)
     except service.JobError as exc:
         raise HTTPException(409, str(exc)) from None
