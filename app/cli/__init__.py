@@ -23,6 +23,7 @@ COMMANDS = [
     ("app.cli.detect", "detect"),
     ("app.cli.record", "record"),
     ("app.cli.inspect", "inspect_cmd"),
+    ("app.cli.estimate", "estimate"),
 ]
 
 

@@ -16,7 +16,7 @@ import numbers
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-__all__ = ["PALETTE", "bar_chart", "dumbbell_chart", "heatmap"]
+__all__ = ["PALETTE", "bar_chart", "dumbbell_chart", "forest_plot", "heatmap"]
 
 #: Okabe-Ito colour-blind-safe palette, darkest first.
 PALETTE: tuple[str, ...] = (
@@ -560,4 +560,102 @@ def heatmap(
         + "; ".join(desc_parts)
         + "."
     )
+    return _svg(width, height, title, desc, body)
+
+
+def forest_plot(
+    groups: Sequence[Any],
+    series: Mapping[str, Sequence[tuple[float | None, float | None, float | None]]],
+    *,
+    title: str,
+    description: str | None = None,
+    value_format: str = "{:.1%}",
+    domain: tuple[float, float] = (0.0, 1.0),
+    colors: Mapping[str, str] | None = None,
+) -> str:
+    """Return a forest plot as an SVG string: per group, one line per series (e.g. the methods
+    ``human``, ``judge``, ``ppi``) with a marker at the estimate and a bar over its interval
+    ``(estimate, low, high)``, the numbers printed at the right.  A missing estimate prints
+    "n/a"; a missing interval draws the marker alone.  ``colors`` overrides a series' colour
+    (default the palette in order)."""
+    title = _check_title(title)
+    names = [_label(g) for g in groups]
+    keys = list(series)
+    if not keys:
+        raise ValueError("series: a forest plot needs at least one series")
+    vals: dict[str, list[tuple[float | None, float | None, float | None]]] = {}
+    for k in keys:
+        if len(series[k]) != len(names):
+            raise ValueError(f"series {k!r} has {len(series[k])} values for {len(names)} groups")
+        vals[k] = [tuple(_value(v, f"{k} value {i}") for v in triple)  # type: ignore[misc]
+                   for i, triple in enumerate(series[k])]
+    if not names:
+        return _empty(title, description)
+    every = [v for k in keys for t in vals[k] for v in t if v is not None]
+    lo, hi = _domain(every, float(domain[0]), float(domain[1]))
+    ticks = _nice_ticks(lo, hi)
+    lo, hi = ticks[0], ticks[-1]
+    palette = {k: (colors or {}).get(k, PALETTE[i % len(PALETTE)]) for i, k in enumerate(keys)}
+
+    line_h, gap = 18.0, 10.0
+    group_h = line_h * len(keys) + gap
+    label_w = max(_text_w(_short(n)) for n in names) + 12
+    series_w = max(_text_w(k) for k in keys) + 12
+    plot_w = 320.0
+
+    def cell(t: tuple[float | None, float | None, float | None]) -> str:
+        est, a, b = t
+        if est is None:
+            return "n/a"
+        text = _fmt(value_format, est)
+        return text + (f" [{_fmt(value_format, a)}, {_fmt(value_format, b)}]" if a is not None and b is not None else "")
+
+    cells = {k: [cell(t) for t in vals[k]] for k in keys}
+    col_w = max(_text_w(c) for k in keys for c in cells[k]) + 14
+    x0 = 10 + label_w + series_w
+    legend_y = 44.0
+    top = legend_y + 22
+    axis_y = top + len(names) * group_h
+    legend_w = sum(36 + _text_w(k) for k in keys)
+    width = max(x0 + plot_w + col_w + 20, 20 + legend_w, 20 + _text_w(title) * 1.25)
+    height = axis_y + 30
+
+    def x(v: float) -> float:
+        return x0 + (v - lo) / (hi - lo) * plot_w
+
+    body = [_title_text(title)]
+    lx = 16.0
+    for k in keys:
+        body.append(f'<circle cx="{_n(lx)}" cy="{_n(legend_y - 4)}" r="5" fill="{palette[k]}"/>')
+        body.append(f'<text x="{_n(lx + 10)}" y="{_n(legend_y)}" fill="{_TEXT}">{_esc(k)}</text>')
+        lx += 36 + _text_w(k)
+    for t in ticks:
+        body.append(f'<line x1="{_n(x(t))}" y1="{_n(top - 4)}" x2="{_n(x(t))}" y2="{_n(axis_y)}" stroke="{_GRID}"/>')
+        body.append(f'<text x="{_n(x(t))}" y="{_n(axis_y + 16)}" text-anchor="middle" fill="{_TEXT}">'
+                    f"{_esc(_fmt(value_format, t))}</text>")
+    desc_parts = []
+    for i, name in enumerate(names):
+        gy = top + i * group_h
+        body.append(f'<text x="10" y="{_n(gy + line_h * len(keys) / 2 + 4)}" fill="{_TEXT}">'
+                    f"<title>{_esc(name)}</title>{_esc(_short(name))}</text>")
+        if i:
+            body.append(f'<line x1="10" y1="{_n(gy - gap / 2)}" x2="{_n(width - 10)}" y2="{_n(gy - gap / 2)}" '
+                        f'stroke="{_GRID}" stroke-dasharray="2 3"/>')
+        parts = []
+        for j, k in enumerate(keys):
+            cy = gy + j * line_h + line_h / 2
+            est, a, b = vals[k][i]
+            text = cells[k][i]
+            parts.append(f"{k} {text}")
+            body.append(f'<text x="{_n(x0 - 8)}" y="{_n(cy + 4)}" text-anchor="end" fill="{_TEXT}">{_esc(k)}</text>')
+            tip = _esc(f"{name}, {k}: {text}")
+            if est is not None and a is not None and b is not None:
+                body.append(f'<line x1="{_n(x(a))}" y1="{_n(cy)}" x2="{_n(x(b))}" y2="{_n(cy)}" '
+                            f'stroke="{palette[k]}" stroke-width="3"><title>{tip}</title></line>')
+            if est is not None:
+                body.append(f'<circle cx="{_n(x(est))}" cy="{_n(cy)}" r="5" fill="{palette[k]}">'
+                            f"<title>{tip}</title></circle>")
+            body.append(f'<text x="{_n(x0 + plot_w + 10)}" y="{_n(cy + 4)}" fill="{_TEXT}">{_esc(text)}</text>')
+        desc_parts.append(f"{name}: " + ", ".join(parts))
+    desc = (description + " " if description else "") + "Forest plot. " + "; ".join(desc_parts) + "."
     return _svg(width, height, title, desc, body)

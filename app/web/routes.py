@@ -12,6 +12,7 @@ ROUTER_MODULES = [
     "app.annotations.views",
     "app.agreement.views",
     "app.reports.views",
+    "app.estimates.views",
     "app.exports.dataset_views",  # before app.exports.views: its {table}.{fmt} path would take hf.zip
     "app.exports.views",
     "app.detectors.views",
@@ -20,6 +21,7 @@ ROUTER_MODULES = [
     "app.taxonomies.pages",
     "app.agreement.pages",
     "app.reports.pages",
+    "app.estimates.pages",
     "app.admin.pages",
     "app.detectors.pages",
     "app.capture.views",

@@ -71,6 +71,7 @@ ROUTES: dict[tuple[str, str], Case] = {
     ("GET", "/api/v1/progress"): Case("/api/v1/progress", REVIEWER),
     # reports API (outcomes and blind spots show labels: refused to annotators under blind mode)
     ("GET", "/api/v1/reports/outcomes"): Case("/api/v1/reports/outcomes", REVIEWER),
+    ("GET", "/api/v1/estimates"): Case("/api/v1/estimates?mode=DD1", REVIEWER),
     ("GET", "/api/v1/reports/blind-spots"): Case("/api/v1/reports/blind-spots", REVIEWER),
     ("GET", "/api/v1/reports/crossplay"): Case("/api/v1/reports/crossplay", USER),
     # agreement, adjudication, exports API (label-based views refused to annotators under blind mode)
@@ -106,6 +107,8 @@ ROUTES: dict[tuple[str, str], Case] = {
         "data": {"action": "accept", "mode": "VF1", "agent": "buyer_agent"}}),
     # report pages (reviewers and admins)
     ("GET", "/reports"): Case("/reports", REVIEWER),
+    ("GET", "/estimates"): Case("/estimates?target=mode:DD1", REVIEWER),
+    ("GET", "/estimates/data.{fmt}"): Case("/estimates/data.csv?target=mode:DD1", REVIEWER),
     ("GET", "/reports/data/{name}.csv"): Case("/reports/data/outcomes.csv", REVIEWER),
     # admin pages
     ("GET", "/admin"): Case("/admin", ADMIN),

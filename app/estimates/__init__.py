@@ -1,0 +1,1 @@
+"""Failure-rate estimates: human-only, judge-only and prediction-powered (PPI++) rates with intervals."""
