@@ -80,6 +80,9 @@ class ExportOptions:
     #: answers and judgements a reader kept in metadata) is left out of every table's `metadata`
     #: column and of `runs_canonical` when ``sight.labels`` is false. None: everything (CLI, admins).
     sight: Any = None
+    #: a SQL condition on ``Run`` limiting every run-scoped table to some runs (``batch_filter``:
+    #: the runs assigned in a batch; the hook a study filter plugs into). None: every run.
+    run_filter: Any = None
     _declared: dict | None = None
     #: rows written per table, filled in while streaming
     counts: dict[str, int] = field(default_factory=dict)
@@ -181,6 +184,18 @@ def _mapped(session: Session, stmt, id_col, chunk_size: int, convert: Callable[[
         del out
 
 
+def batch_filter(batch: str) -> Any:
+    """A ``run_filter`` for ExportOptions: the runs with an assignment in `batch`."""
+    from app.annotations.models import Assignment
+
+    return Run.id.in_(select(Assignment.run_pk).where(Assignment.batch == batch))
+
+
+def _scoped(stmt, opts: ExportOptions):
+    """`stmt` (joined with Run) limited by ``opts.run_filter``."""
+    return stmt if opts.run_filter is None else stmt.where(opts.run_filter)
+
+
 def _runs(session: Session, opts: ExportOptions) -> Iterator[list[dict]]:
     stmt = select(Run.id, Run.run_id, Run.scenario_id, Scenario.family, Scenario.alignment, Scenario.title,
                   Run.scenario_override, Run.status, Run.aggregate_score, Run.started_at, Run.ended_at,
@@ -206,6 +221,7 @@ def _runs(session: Session, opts: ExportOptions) -> Iterator[list[dict]]:
                 "n_events": n_events, "source": source, "content_hash": digest, "imported_at": imported_at,
                 "metadata": metadata}
 
+    stmt = _scoped(stmt, opts)
     return _mapped(session, stmt, Run.id, opts.rows_per_chunk("runs"), convert)
 
 
@@ -223,6 +239,7 @@ def _principals(session: Session, opts: ExportOptions) -> Iterator[list[dict]]:
                   Principal.kind, Principal.objective, Principal.constraints, Principal.success, Principal.score,
                   Principal.metrics, Principal.extra, Run.id).join(Run, Run.id == Principal.run_pk)
     opts.load_declared(session)
+    stmt = _scoped(stmt, opts)
     return _mapped(session, stmt, Principal.id, opts.rows_per_chunk("principals"), lambda r: {
         "run_id": r[1], "principal_id": r[2], "position": r[3], "name": r[4], "kind": r[5], "objective": r[6],
         "constraints": list(r[7] or []), "success": r[8], "score": r[9], "metrics": r[10] or {},
@@ -233,6 +250,7 @@ def _agents(session: Session, opts: ExportOptions) -> Iterator[list[dict]]:
     stmt = select(Agent.id, Run.run_id, Agent.agent_id, Agent.position, Agent.principal_id, Agent.role,
                   Agent.model, Agent.harness, Agent.private_state, Agent.extra, Run.id).join(Run, Run.id == Agent.run_pk)
     opts.load_declared(session)
+    stmt = _scoped(stmt, opts)
     return _mapped(session, stmt, Agent.id, opts.rows_per_chunk("agents"), lambda r: {
         "run_id": r[1], "agent_id": r[2], "position": r[3], "principal_id": r[4], "role": r[5], "model": r[6],
         "harness": r[7], "private_state": r[8] or {}, "metadata": opts.meta(r[9] or {}, opts.declared(r[-1], "agents"))})
@@ -243,6 +261,7 @@ def _events(session: Session, opts: ExportOptions) -> Iterator[list[dict]]:
                   Event.visibility, Event.content, Event.data, Event.parent_seq, Event.hop, Event.extra, Run.id
                   ).join(Run, Run.id == Event.run_pk)
     opts.load_declared(session)
+    stmt = _scoped(stmt, opts)
     return _mapped(session, stmt, Event.id, opts.rows_per_chunk("events"), lambda r: {
         "run_id": r[1], "seq": r[2], "ts": r[3], "kind": r[4], "actor": r[5], "recipients": list(r[6] or []),
         "visibility": r[7], "content": r[8], "data": opts.data(r[9]), "parent_seq": r[10], "hop": r[11],
@@ -252,6 +271,7 @@ def _events(session: Session, opts: ExportOptions) -> Iterator[list[dict]]:
 def _audits(session: Session, opts: ExportOptions) -> Iterator[list[dict]]:
     stmt = select(Audit.id, Run.run_id, Audit.position, Audit.source, Audit.level, Audit.mode, Audit.agent,
                   Audit.evidence, Audit.note, Audit.extra).join(Run, Run.id == Audit.run_pk)
+    stmt = _scoped(stmt, opts)
     return _mapped(session, stmt, Audit.id, opts.rows_per_chunk("audits"), lambda r: {
         "run_id": r[1], "position": r[2], "source": r[3], "level": r[4], "mode": r[5], "agent": r[6],
         "evidence": list(r[7] or []), "note": r[8], "metadata": r[9] or {}})
@@ -260,6 +280,7 @@ def _audits(session: Session, opts: ExportOptions) -> Iterator[list[dict]]:
 def _checks(session: Session, opts: ExportOptions) -> Iterator[list[dict]]:
     stmt = select(Check.id, Run.run_id, Check.position, Check.source, Check.level, Check.check_id, Check.passed,
                   Check.agent, Check.evidence, Check.detail, Check.extra).join(Run, Run.id == Check.run_pk)
+    stmt = _scoped(stmt, opts)
     return _mapped(session, stmt, Check.id, opts.rows_per_chunk("checks"), lambda r: {
         "run_id": r[1], "position": r[2], "source": r[3], "level": r[4], "check_id": r[5], "passed": r[6],
         "agent": r[7], "evidence": list(r[8] or []), "detail": r[9], "metadata": r[10] or {}})
@@ -279,6 +300,7 @@ def _annotation_rows(session: Session, opts: ExportOptions) -> Iterator[list[tup
             .join(Taxonomy, Taxonomy.id == Annotation.taxonomy_pk))
     if opts.annotation_filter is not None:
         stmt = stmt.where(opts.annotation_filter)
+    stmt = _scoped(stmt, opts)
     for rows in _keyset(session, stmt, Annotation.id, opts.rows_per_chunk("annotations")):
         ids = [r[0] for r in rows]
         labels: dict[int, list[tuple]] = {i: [] for i in ids}
@@ -335,6 +357,7 @@ def _gold_labels(session: Session, opts: ExportOptions) -> Iterator[list[dict]]:
     stmt = (select(GoldRun.id, Run.run_id, Taxonomy.key, Taxonomy.version, GoldRun.status, GoldRun.no_failure,
                    GoldRun.reviewer_id, GoldRun.rationale, GoldRun.taxonomy_pk)
             .join(Run, Run.id == GoldRun.run_pk).join(Taxonomy, Taxonomy.id == GoldRun.taxonomy_pk))
+    stmt = _scoped(stmt, opts)
     for rows in _keyset(session, stmt, GoldRun.id, opts.rows_per_chunk("gold_labels")):
         ids = [r[0] for r in rows]
         labels: dict[int, list[tuple]] = {i: [] for i in ids}
@@ -364,7 +387,7 @@ def _gold_labels(session: Session, opts: ExportOptions) -> Iterator[list[dict]]:
 def _runs_canonical(session: Session, opts: ExportOptions) -> Iterator[list[dict]]:
     from app.runs.service import to_canonical
 
-    for rows in _keyset(session, select(Run.id), Run.id, _CANONICAL_RUNS_PER_CHUNK):
+    for rows in _keyset(session, _scoped(select(Run.id), opts), Run.id, _CANONICAL_RUNS_PER_CHUNK):
         out = [to_canonical(session, session.get(Run, pk)) for (pk,) in rows]
         session.expunge_all()
         for run in out:
