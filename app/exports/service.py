@@ -636,7 +636,7 @@ def export_stream(engine: Engine, table: str, fmt: str, opts: ExportOptions | No
     def generate() -> Iterator[bytes]:
         with Session(engine) as session:
             # a blind annotator's export leaves hidden metadata out: the row path decodes it
-            if fmt in ("csv", "parquet") and table in _arrow.FAST_TABLES and not opts.blind():
+            if fmt in ("csv", "parquet") and table in _arrow.FAST_TABLES and not opts.blind() and opts.run_filter is None:
                 yield from _arrow_stream(session, spec, fmt, opts, count)
                 return
             columns, chunks = iter_chunks(session, table, opts)
