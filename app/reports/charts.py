@@ -335,7 +335,7 @@ def dumbbell_chart(
     lo, hi = ticks[0], ticks[-1]
 
     row_h = 26.0
-    label_w = max(_text_w(_short(n) + (" " + rnote[i] if rnote[i] else "")) for i, n in enumerate(names)) + 12
+    label_w = max(_text_w(_short(n)) for n in names) + 12
     plot_w = 320.0
     col_w = max(max(_text_w(_fmt(value_format, v)) for v in a + b), _text_w("n/a")) + 14
     heads = (_short(first_label, 24), _short(second_label, 24))
