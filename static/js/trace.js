@@ -392,7 +392,7 @@
        lane view has two lanes, "speaker" (the agent acting, its private events) and "others" (whom
        it speaks to). The reader's own choice (buttons, or L) is remembered and wins. */
     var LANES_KEY = "a2annotate.lanes";
-    var LANE_MIN = 210;
+    var LANE_MIN = 190;
     function lanePref() { try { return localStorage.getItem(LANES_KEY) || ""; } catch (e) { return ""; } }
     function setTwoLane(two) {
       trace.classList.toggle("two-lane", two);

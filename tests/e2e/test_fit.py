@@ -39,6 +39,8 @@ OVERFLOWS = r"""
   if (document.documentElement.scrollWidth > vw + 1) out.push('the page scrolls sideways: ' + document.documentElement.scrollWidth + ' > ' + vw);
   for (const el of root.querySelectorAll('*')) {
     if (el.closest('.sr-only, template, [hidden], script, option, optgroup')) continue;
+    const shut = el.parentElement && el.parentElement.closest('details:not([open])');
+    if (shut && !(el.closest('summary') && el.closest('summary').parentElement === shut)) continue;  // not shown
     const r = el.getBoundingClientRect();
     if (r.width === 0 && r.height === 0) continue;
     const cs = getComputedStyle(el);
@@ -174,6 +176,11 @@ def test_adjudication_page_fits(live, size):
     page.locator("#candidates tbody tr[data-status]").first.wait_for()
     assert page.locator("#candidates tbody tr[data-status]").count() >= 5
     assert overflows(page, "#adj-panel") == []
+    # the gold labels' edit forms, opened, fit too
+    page.evaluate("() => document.querySelectorAll('#adj-panel details.edit').forEach(d => { d.open = true; })")
+    assert page.locator("#adj-panel details.edit[open]").count() >= 1
+    assert overflows(page, "#adj-panel") == []
+    page.evaluate("() => document.querySelectorAll('#adj-panel details.edit').forEach(d => { d.open = false; })")
     # every decision button inside the card and the viewport
     bad = page.evaluate("""() => {
         const card = document.getElementById('candidates').closest('.card').getBoundingClientRect();
