@@ -39,7 +39,8 @@ TaxonomyQuery = Annotated[str | None, Query(
     description="Taxonomy version: `key`, `key@version` or id; default the latest a2-failures.")]
 FamilyQuery = Annotated[str | None, Query(description="Only runs of this scenario family.")]
 AnnotatorsQuery = Annotated[str | None, Query(
-    description="Comma-separated user names (`alice,bob,judge:judge-l2`); default every human annotator. "
+    description="Comma-separated user names (`alice,bob,judge:judge-l2`); default every human annotator and "
+                "dataset source (kind `source`, e.g. `mad:annotator_1`). "
                 "A judge named here is included whatever `include_judges` says.")]
 
 

@@ -124,7 +124,7 @@ def attribution_text(att: dict[str, Any]) -> str:
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON (the API's shape).")
 @click.option("--taxonomy", default=None, help="Taxonomy version: key, key@version or id (default: latest a2-failures).")
 @click.option("--family", default=None, help="Only runs of this scenario family.")
-@click.option("--annotators", default=None, help="Comma-separated user names (default: every human annotator).")
+@click.option("--annotators", default=None, help="Comma-separated user names (default: every human annotator and dataset source, e.g. mad:annotator_1).")
 @click.option("--include-judges", is_flag=True, help="Count judge:* annotators (run audits, imported judges) too.")
 @click.option("--n-boot", type=click.IntRange(0, 10_000), default=None,
               help="Bootstrap resamples for the intervals (default: the bootstrap_resamples setting; 0: none).")

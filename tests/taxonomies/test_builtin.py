@@ -114,12 +114,14 @@ def mast():
 
 
 def test_builtin_folder_lists_exactly_the_built_in_files():
-    # the two taxonomies plus MAST's two drafts used by MAD's human annotation rounds
+    # the two taxonomies, MAST's two drafts used by MAD's human annotation rounds, and Who&When's
+    # attribution schema (agent, step, reason; no modes)
     assert [p.name for p in builtin_taxonomy_files()] == [
-        "a2-failures.yaml", "mast-draft-r1.yaml", "mast-draft-r2.yaml", "mast.yaml"]
+        "a2-failures.yaml", "mast-draft-r1.yaml", "mast-draft-r2.yaml", "mast.yaml", "who-and-when.yaml"]
 
 
-@pytest.mark.parametrize("path", [A2_FILE, MAST_FILE], ids=lambda p: p.name)
+@pytest.mark.parametrize("path", [A2_FILE, MAST_FILE, BUILTIN_TAXONOMY_DIR / "who-and-when.yaml"],
+                         ids=lambda p: p.name)
 def test_builtin_files_are_valid(path):
     assert validate_file(path) == []
     # the schema is usable on its own, too
@@ -213,3 +215,15 @@ def test_mode_returns_a_copy(a2):
     a2.mode("DD1")["aliases"].append("x")
     assert a2.mode("DD1")["name"] == "Peer not engaged"
     assert a2.mode("DD1")["aliases"] == []
+
+
+def test_attribution_schema_allows_no_modes_only_with_an_attribution():
+    data = yaml.safe_load((BUILTIN_TAXONOMY_DIR / "who-and-when.yaml").read_text(encoding="utf-8"))
+    assert data["modes"] == [] and data["attribution"]["k"] == 1
+    jsonschema.validate(data, TAXONOMY_SCHEMA)
+    without = {k: v for k, v in data.items() if k != "attribution"}
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(without, TAXONOMY_SCHEMA)
+    bad = {**data, "attribution": {"reason": "sometimes"}}
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(bad, TAXONOMY_SCHEMA)
