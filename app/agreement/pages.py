@@ -65,10 +65,11 @@ PARADOX_COLOR = "#d35400"
 def _mode_forest(report: dict[str, Any]) -> str | None:
     """Per mode (and overall): Fleiss' kappa and Gwet's AC1 with their intervals, the kappa of a
     row flagged by the kappa paradox drawn in the warning colour and marked ⚑."""
-    rows = [("overall", report["overall"])] + [(r["mode"], r) for r in report["modes"]]
+    # the modes somebody marked (a mode nobody marked has no kappa and a trivial AC1 of 1)
+    rows = [("overall", report["overall"])] + [(r["mode"], r) for r in report["modes"] if r.get("prevalence")]
     keys = [("fleiss_kappa", "Fleiss κ"), ("gwet_ac1", "Gwet AC1")]
     keys = [(k, name) for k, name in keys if k in report["settings"]["coefficients"]]
-    if not keys or len(rows) < 2:
+    if not keys:
         return None
 
     def triple(c: Any) -> tuple[float | None, float | None, float | None]:
@@ -80,6 +81,8 @@ def _mode_forest(report: dict[str, Any]) -> str | None:
     series = {name: [triple(r.get(k)) for _, r in rows] for k, name in keys}
     flagged = [bool(r.get("kappa_paradox")) for _, r in rows]
     colors = {name: [PARADOX_COLOR if f else None for f in flagged] for k, name in keys if k == "fleiss_kappa"}
+    if len(rows) < 2:
+        return None
     return forest_plot([g for g, _ in rows], series, title="Agreement per mode, with intervals",
                        description="Fleiss' kappa and Gwet's AC1 per mode; kappa paradox rows in orange.",
                        value_format="{:.2f}", domain=(0.0, 1.0), row_colors=colors,

@@ -65,7 +65,7 @@ def test_paradox_flag_note_and_disagreements(rare, app, token_for):
     forest = re.search(r'<section class="card" id="mode-forest">.*?</section>', page.text, re.DOTALL)
     assert forest and "<svg" in forest.group(0) and "<script" not in forest.group(0)
     assert "CF1 ⚑ paradox" in forest.group(0) and 'stroke="#d35400"' in forest.group(0)
-    assert "read AC1" in forest.group(0)
+    assert "read AC1" in forest.group(0) and ">DD1<" not in forest.group(0)  # nobody marked DD1: left out
 
     dis = client.get("/disagreements")
     assert dis.status_code == 200
