@@ -282,7 +282,9 @@ def assignments_undo(request: Request, session: SessionDep, user: PageUser,
 
 @router.get("/admin/progress")
 def progress_page(request: Request, session: SessionDep, user: PageUser, taxonomy: str | None = None,
-                  state: str | None = None, page: int = 1, study: str | None = None):
+                  state: str | None = None, page: int = 1, study: str | None = None, runs: bool = False):
+    """Batches and annotators first; the per-run list only behind a filter (a run state, or
+    runs=1 for all of them)."""
     st, redirect = page_study(request, session, user, "progress", study)
     if redirect is not None:
         return redirect
@@ -304,6 +306,7 @@ def progress_page(request: Request, session: SessionDep, user: PageUser, taxonom
     per_day = runs_per_day(session, tax)
     return render(request, "admin/progress.html", data=data, tax=tax, taxonomies=all_versions(session),
                   states=RUN_STATES, state=state, error=None, batches=batches(session, tax, st),
+                  show_runs=bool(runs or state or page > 1),
                   time_on_task=time_on_task(session, tax), per_day=per_day,
                   day_peak=max([d["submitted"] for d in per_day] + [1]), switcher=switcher, study=st)
 

@@ -19,7 +19,7 @@ from app.agreement import adjudication, service
 from app.api.deps import MAX_PAGE, SessionDep
 from app.core.db import begin_write
 from app.core.text import is_decimal
-from app.reports.charts import heatmap
+from app.reports.charts import forest_plot, heatmap
 from app.web.csrf import verify_form_csrf
 from app.web.deps import ReviewerPage, study_switcher
 from app.web.templating import render
@@ -57,6 +57,37 @@ def _query(f: dict[str, Any], **over: Any) -> str:
         else:
             pairs.append((k, "1" if v is True else v))
     return urlencode(pairs)
+
+
+PARADOX_COLOR = "#d35400"
+
+
+def _mode_forest(report: dict[str, Any]) -> str | None:
+    """Per mode (and overall): Fleiss' kappa and Gwet's AC1 with their intervals, the kappa of a
+    row flagged by the kappa paradox drawn in the warning colour and marked ⚑."""
+    # the modes somebody marked (a mode nobody marked has no kappa and a trivial AC1 of 1)
+    rows = [("overall", report["overall"])] + [(r["mode"], r) for r in report["modes"] if r.get("prevalence")]
+    keys = [("fleiss_kappa", "Fleiss κ"), ("gwet_ac1", "Gwet AC1")]
+    keys = [(k, name) for k, name in keys if k in report["settings"]["coefficients"]]
+    if not keys:
+        return None
+
+    def triple(c: Any) -> tuple[float | None, float | None, float | None]:
+        if not c or c.get("value") is None:
+            return (None, None, None)
+        ci = c.get("ci") or (None, None)
+        return (c["value"], ci[0], ci[1])
+
+    series = {name: [triple(r.get(k)) for _, r in rows] for k, name in keys}
+    flagged = [bool(r.get("kappa_paradox")) for _, r in rows]
+    colors = {name: [PARADOX_COLOR if f else None for f in flagged] for k, name in keys if k == "fleiss_kappa"}
+    if len(rows) < 2:
+        return None
+    return forest_plot([g for g, _ in rows], series, title="Agreement per mode, with intervals",
+                       description="Fleiss' kappa and Gwet's AC1 per mode; kappa paradox rows in orange.",
+                       value_format="{:.2f}", domain=(0.0, 1.0), row_colors=colors,
+                       row_notes=["⚑ paradox" if f else None for f in flagged],
+                       legend_extra=[("κ under the kappa paradox: read AC1", PARADOX_COLOR)] if any(flagged) else ())
 
 
 def _kappa_heatmap(annotators: list[str], matrix: list[list[float | None]], title: str, kinds: list[str] | None = None
@@ -100,7 +131,8 @@ def agreement_page(
     options = service.filter_options(session)
     nb = PAGE_N_BOOT if n_boot is None else n_boot
     ctx: dict[str, Any] = {"f": f, "options": options, "n_boot": nb, "seed": seed, "names": COEFFICIENT_NAMES,
-                           "report": None, "gold": None, "chart": None, "error": None, "attribution": None}
+                           "report": None, "gold": None, "chart": None, "error": None, "attribution": None,
+                           "forest": None}
     st, scope = _study(session, user, study)
     ctx["switcher"] = study_switcher(session, user, "agreement", st)
     try:
@@ -121,6 +153,7 @@ def agreement_page(
         return render(request, "agreement/dashboard.html", status_code=422, **ctx)
     pw = report["pairwise_cohen"]
     kinds = [report["annotator_kinds"].get(a, "human") for a in pw["annotators"]]
+    ctx.update(forest=_mode_forest(report))
     ctx.update(report=report, gold=gold, attribution=attribution, chart=_kappa_heatmap(pw["annotators"], pw["matrix"],
                                                               "Pairwise Cohen's kappa", kinds),
                judges_url="/agreement/judges?" + _query({"taxonomy": f["taxonomy"], "family": f["family"]}),

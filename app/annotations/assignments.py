@@ -32,7 +32,7 @@ from app.annotations import policies
 from app.annotations.models import Annotation, Assignment, Label
 from app.annotations.service import AnnotationError, tax_ref
 from app.auth.models import User
-from app.runs.models import Run
+from app.runs.models import Event, Run, Scenario
 from app.runs.service import RunFilter, filtered_runs_query
 from app.taxonomies.models import Taxonomy
 
@@ -534,7 +534,8 @@ def release_quota(session: Session, rows: Sequence[Assignment]) -> None:
 def user_queue(session: Session, user: User, taxonomy: Taxonomy | None = None) -> dict[str, Any]:
     """Returns `user`'s queue: counts `assigned`, `drafts`, `submitted`, `remaining`, `set_aside`
     and `items` [{run_id, position, taxonomy, status: new|draft|submitted|skipped|flagged, batch,
-    reason}] in queue order (all taxonomy versions unless `taxonomy` is given). A run the user
+    reason, title, family, n_events}] in queue order (all taxonomy versions unless `taxonomy` is
+    given; title and family are the run's scenario's, n_events its event count). A run the user
     skipped or flagged (app.flags, not yet resolved by a reviewer) and not submitted is
     `skipped` / `flagged`, with the reason."""
     from app.flags.service import open_flags_of
@@ -544,6 +545,16 @@ def user_queue(session: Session, user: User, taxonomy: Taxonomy | None = None) -
     if taxonomy is not None:
         q = q.where(Assignment.taxonomy_pk == taxonomy.id)
     rows = session.exec(q.order_by(Assignment.position, Assignment.id)).all()
+    pks = sorted({a.run_pk for a, _, _ in rows})
+    about: dict[int, tuple[str | None, str | None]] = {}
+    n_events: dict[int, int] = {}
+    for start in range(0, len(pks), 500):
+        part = pks[start:start + 500]
+        about.update({pk: (title, family) for pk, title, family in session.exec(
+            select(Run.id, Scenario.title, Scenario.family).join(Scenario, Scenario.id == Run.scenario_id)
+            .where(Run.id.in_(part))).all()})
+        n_events.update(dict(session.exec(select(Event.run_pk, func.count(Event.id))
+                                          .where(Event.run_pk.in_(part)).group_by(Event.run_pk)).all()))
     states = {(a.run_pk, a.taxonomy_pk): a.status for a in session.exec(
         select(Annotation).where(Annotation.user_id == user.id)).all()}
     flags = open_flags_of(session, user)
@@ -555,7 +566,9 @@ def user_queue(session: Session, user: User, taxonomy: Taxonomy | None = None) -
             st = "skipped" if flag.kind == "skip" else "flagged"
         items.append({"run_id": run_id, "position": a.position,
                       "taxonomy": {"id": tax.id, "key": tax.key, "version": tax.version},
-                      "status": st or "new", "batch": a.batch, "reason": flag.reason if flag is not None else None})
+                      "status": st or "new", "batch": a.batch, "reason": flag.reason if flag is not None else None,
+                      "title": about.get(a.run_pk, (None, None))[0], "family": about.get(a.run_pk, (None, None))[1],
+                      "n_events": n_events.get(a.run_pk, 0)})
     submitted = sum(1 for i in items if i["status"] == "submitted")
     drafts = sum(1 for i in items if i["status"] == "draft")
     aside = sum(1 for i in items if i["status"] in ("skipped", "flagged"))

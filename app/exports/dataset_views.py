@@ -80,3 +80,59 @@ def export_mad_json(
     return StreamingResponse(mad_json_stream(request.app.state.engine, annotator=annotator, taxonomy=taxonomy),
                              media_type="application/json",
                              headers={"Content-Disposition": f'attachment; filename="{FILE_NAME}"'})
+
+
+@router.get(
+    "/labels_wide.{fmt}", summary="Labels, wide: one row per run, a column per annotator and mode",
+    description=(
+        "One row per run with a submitted annotation under `taxonomy` (default latest a2-failures): `run_id`, "
+        "`family`, `title`, `n_annotators`, then `<annotator>.<mode>` for every annotator (sorted; judges and "
+        "dataset sources included by their names) and every mode of the taxonomy: 1 labelled, 0 submitted without "
+        "that mode, empty where the annotator submitted no annotation of the run. `batch` keeps the runs "
+        "assigned in that batch. CSV (formula-leading text neutralised) or Parquet. 403 for annotators under "
+        "blind mode."),
+    responses={200: {"description": "the file", "content": {"text/csv": {}, "application/vnd.apache.parquet": {}}},
+               403: {"description": "blind mode"}, 422: {"description": "unknown taxonomy or format"}},
+)
+def export_labels_wide(
+    request: Request, session: SessionDep, user: ApiUser, fmt: str,
+    taxonomy: Annotated[str | None, Query(description="Taxonomy version; default latest a2-failures.")] = None,
+    batch: Annotated[str | None, Query(description="Only the runs assigned in this batch.")] = None,
+):
+    import csv
+    import io
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    from fastapi.responses import Response
+
+    from app.annotations.blind import labels_visible_to
+    from app.exports.arrow import neutralise_formula
+    from app.exports.service import batch_filter
+    from app.exports.wide import labels_wide
+    from app.taxonomies.service import resolve
+
+    if fmt not in ("csv", "parquet"):
+        raise HTTPException(422, f"fmt: labels_wide comes as csv or parquet, not {fmt!r}")
+    if not labels_visible_to(session, user):
+        raise HTTPException(403, _BLIND)
+    tax = resolve(session, taxonomy or None)
+    if tax is None:
+        raise HTTPException(422, f"taxonomy: unknown taxonomy {taxonomy!r}")
+    cols, rows = labels_wide(session, tax, run_filter=batch_filter(batch) if batch else None)
+    name = f"labels_wide.{fmt}"
+    headers = {"Content-Disposition": f'attachment; filename="{name}"'}
+    if fmt == "csv":
+        buf = io.StringIO()
+        w = csv.writer(buf, lineterminator="\n")
+        w.writerow(cols)
+        for r in rows:
+            w.writerow(["" if r[c] is None else (neutralise_formula(r[c]) if isinstance(r[c], str) else r[c])
+                        for c in cols])
+        return Response(buf.getvalue(), media_type="text/csv", headers=headers)
+    types = {"run_id": pa.string(), "family": pa.string(), "title": pa.string(), "n_annotators": pa.int32()}
+    schema = pa.schema([(c, types.get(c, pa.int8())) for c in cols])
+    table = pa.Table.from_pylist(rows, schema=schema)
+    out = pa.BufferOutputStream()
+    pq.write_table(table, out)
+    return Response(out.getvalue().to_pybytes(), media_type="application/vnd.apache.parquet", headers=headers)

@@ -486,6 +486,25 @@ DATASET_EXPORTS_DOC: tuple[str, ...] = (
      "imported from MAD keep their original fields and their trajectory text exactly, so the file imports "
      "back to the same runs and labels; other runs get `mas_name` from their agents' harness, `llm_name` "
      "from their model and a trajectory of `actor: content` lines."),
+    "",
+    "## Labels, wide",
+    "",
+    ("`GET /api/v1/exports/labels_wide.csv` (or `.parquet`; the export page's \"Labels for analysis\") is one "
+     "row per run with a submitted annotation under `taxonomy` (default latest a2-failures): `run_id`, "
+     "`family`, `title`, `n_annotators` (submitted annotations of the run), then one column "
+     "`<annotator>.<mode>` for every annotator (sorted by name; judges and dataset sources by their names) "
+     "and every mode of the taxonomy (taxonomy order): 1 when the annotator's submitted annotation has a "
+     "label of that mode, 0 when it has not, empty (null) when the annotator submitted no annotation of the "
+     "run; drafts never count. In Parquet the mode columns are `int8`. It holds everyone's labels: refused "
+     "to annotators under blind mode."),
+    "",
+    "## Batch filter",
+    "",
+    ("`?batch=NAME` on `GET /api/v1/exports/{table}.{fmt}` and on `labels_wide` keeps the runs with an "
+     "assignment in that batch, in every run-scoped table (`runs`, `principals`, `agents`, `events`, "
+     "`audits`, `checks`, `annotations`, `annotations_canonical`, `gold_labels`, `runs_canonical`); "
+     "`scenarios` and the report tables are not filtered. The export page's batch select adds it to every "
+     "link."),
 )
 
 

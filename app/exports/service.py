@@ -80,6 +80,9 @@ class ExportOptions:
     #: answers and judgements a reader kept in metadata) is left out of every table's `metadata`
     #: column and of `runs_canonical` when ``sight.labels`` is false. None: everything (CLI, admins).
     sight: Any = None
+    #: a run-id subquery limiting every run-scoped table to some runs (``batch_filter``: the runs
+    #: assigned in a batch). None: every run.
+    run_filter: Any = None
     _declared: dict | None = None
     #: a study's run-id subquery (app.studies.service.study_run_ids): only those runs and what hangs
     #: off them (None: every run)
@@ -175,8 +178,12 @@ def _keyset(session: Session, stmt, id_col, chunk_size: int) -> Iterator[list]:
 
 
 def _scoped(stmt, opts: ExportOptions, run_pk_col):
-    """``stmt`` restricted to the runs of ``opts.run_scope`` (unchanged without one)."""
-    return stmt if opts.run_scope is None else stmt.where(run_pk_col.in_(opts.run_scope))
+    """``stmt`` restricted to the runs of ``opts.run_scope`` (a study) and of ``opts.run_filter``
+    (a batch), both run-id subqueries (unchanged without them)."""
+    for runs in (opts.run_scope, opts.run_filter):
+        if runs is not None:
+            stmt = stmt.where(run_pk_col.in_(runs))
+    return stmt
 
 
 def _mapped(session: Session, stmt, id_col, chunk_size: int, convert: Callable[[Any], dict]) -> Iterator[list[dict]]:
@@ -187,6 +194,13 @@ def _mapped(session: Session, stmt, id_col, chunk_size: int, convert: Callable[[
         del rows
         yield out
         del out
+
+
+def batch_filter(batch: str) -> Any:
+    """A ``run_filter`` for ExportOptions: the run-id subquery of the runs with an assignment in `batch`."""
+    from app.annotations.models import Assignment
+
+    return select(Assignment.run_pk).where(Assignment.batch == batch)
 
 
 def _runs(session: Session, opts: ExportOptions) -> Iterator[list[dict]]:
@@ -641,7 +655,7 @@ def export_stream(engine: Engine, table: str, fmt: str, opts: ExportOptions | No
         with Session(engine) as session:
             # a blind annotator's export leaves hidden metadata out: the row path decodes it
             if (fmt in ("csv", "parquet") and table in _arrow.FAST_TABLES and not opts.blind()
-                    and opts.run_scope is None):
+                    and opts.run_scope is None and opts.run_filter is None):
                 yield from _arrow_stream(session, spec, fmt, opts, count)
                 return
             columns, chunks = iter_chunks(session, table, opts)

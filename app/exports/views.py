@@ -46,6 +46,8 @@ def export_table(
     source: Annotated[str, Query(description="Report tables: `auto`, `gold`, `majority` or `annotator:<name>`.")] = "auto",
     taxonomy: Annotated[str | None, Query(description="Report tables: taxonomy version; default latest a2-failures.")] = None,
     study: StudyQuery = None,
+    batch: Annotated[str | None, Query(description="Only the runs assigned in this batch (run-scoped tables; "
+                                                    "not `scenarios` or the report tables).")] = None,
 ) -> StreamingResponse:
     from app.annotations.blind import (
         demo_truth_visible_to,
@@ -66,7 +68,8 @@ def export_table(
                                  threshold=request.app.state.settings.success_threshold,
                                  strip_demo_truth=not demo_truth_visible_to(user),
                                  withhold_audits=not labels_visible_to(session, user),
-                                 sight=sight_of(session, user), run_scope=scope)
+                                 sight=sight_of(session, user), run_scope=scope,
+                                 run_filter=service.batch_filter(batch) if batch else None)
     if spec.labels:
         if table in ("annotations", "annotations_canonical"):
             opts.annotation_filter = visible_annotation_filter(session, user)

@@ -572,12 +572,18 @@ def forest_plot(
     value_format: str = "{:.1%}",
     domain: tuple[float, float] = (0.0, 1.0),
     colors: Mapping[str, str] | None = None,
+    row_colors: Mapping[str, Sequence[str | None]] | None = None,
+    row_notes: Sequence[str | None] | None = None,
+    legend_extra: Sequence[tuple[str, str]] = (),
 ) -> str:
     """Return a forest plot as an SVG string: per group, one line per series (e.g. the methods
     ``human``, ``judge``, ``ppi``) with a marker at the estimate and a bar over its interval
     ``(estimate, low, high)``, the numbers printed at the right.  A missing estimate prints
     "n/a"; a missing interval draws the marker alone.  ``colors`` overrides a series' colour
-    (default the palette in order)."""
+    (default the palette in order).  ``row_colors`` maps a series to one colour per group (None
+    keeps the series' colour), e.g. the rows carrying a warning; ``row_notes`` (one per group)
+    appends a short note to the group's label and its tooltip (e.g. "⚑ kappa paradox");
+    ``legend_extra`` adds (label, colour) entries to the legend."""
     title = _check_title(title)
     names = [_label(g) for g in groups]
     keys = list(series)
@@ -591,6 +597,15 @@ def forest_plot(
                    for i, triple in enumerate(series[k])]
     if not names:
         return _empty(title, description)
+    checks = [(f"row_colors[{k!r}]", v) for k, v in (row_colors or {}).items()] + [("row_notes", row_notes)]
+    for what, seq in checks:
+        if seq is not None and len(seq) != len(names):
+            raise ValueError(f"{what} has {len(seq)} entries for {len(names)} groups")
+    unknown = set(row_colors or {}) - set(keys)
+    if unknown:
+        raise ValueError(f"row_colors names series that do not exist: {sorted(unknown)}")
+    rcol = {k: list((row_colors or {}).get(k) or [None] * len(names)) for k in keys}
+    rnote = list(row_notes) if row_notes is not None else [None] * len(names)
     every = [v for k in keys for t in vals[k] for v in t if v is not None]
     lo, hi = _domain(every, float(domain[0]), float(domain[1]))
     ticks = _nice_ticks(lo, hi)
@@ -599,7 +614,7 @@ def forest_plot(
 
     line_h, gap = 18.0, 10.0
     group_h = line_h * len(keys) + gap
-    label_w = max(_text_w(_short(n)) for n in names) + 12
+    label_w = max(_text_w(_short(n) + (" " + rnote[i] if rnote[i] else "")) for i, n in enumerate(names)) + 12
     series_w = max(_text_w(k) for k in keys) + 12
     plot_w = 320.0
 
@@ -616,7 +631,7 @@ def forest_plot(
     legend_y = 44.0
     top = legend_y + 22
     axis_y = top + len(names) * group_h
-    legend_w = sum(36 + _text_w(k) for k in keys)
+    legend_w = sum(36 + _text_w(k) for k in keys) + sum(36 + _text_w(lab) for lab, _ in legend_extra)
     width = max(x0 + plot_w + col_w + 20, 20 + legend_w, 20 + _text_w(title) * 1.25)
     height = axis_y + 30
 
@@ -629,6 +644,10 @@ def forest_plot(
         body.append(f'<circle cx="{_n(lx)}" cy="{_n(legend_y - 4)}" r="5" fill="{palette[k]}"/>')
         body.append(f'<text x="{_n(lx + 10)}" y="{_n(legend_y)}" fill="{_TEXT}">{_esc(k)}</text>')
         lx += 36 + _text_w(k)
+    for lab, col in legend_extra:
+        body.append(f'<rect x="{_n(lx - 5)}" y="{_n(legend_y - 9)}" width="10" height="10" fill="{_esc(col)}"/>')
+        body.append(f'<text x="{_n(lx + 10)}" y="{_n(legend_y)}" fill="{_TEXT}">{_esc(lab)}</text>')
+        lx += 36 + _text_w(lab)
     for t in ticks:
         body.append(f'<line x1="{_n(x(t))}" y1="{_n(top - 4)}" x2="{_n(x(t))}" y2="{_n(axis_y)}" stroke="{_GRID}"/>')
         body.append(f'<text x="{_n(x(t))}" y="{_n(axis_y + 16)}" text-anchor="middle" fill="{_TEXT}">'
@@ -636,8 +655,10 @@ def forest_plot(
     desc_parts = []
     for i, name in enumerate(names):
         gy = top + i * group_h
+        note = rnote[i]
+        shown_name = _short(name) + (" " + note if note else "")
         body.append(f'<text x="10" y="{_n(gy + line_h * len(keys) / 2 + 4)}" fill="{_TEXT}">'
-                    f"<title>{_esc(name)}</title>{_esc(_short(name))}</text>")
+                    f"<title>{_esc(name + (': ' + note if note else ''))}</title>{_esc(shown_name)}</text>")
         if i:
             body.append(f'<line x1="10" y1="{_n(gy - gap / 2)}" x2="{_n(width - 10)}" y2="{_n(gy - gap / 2)}" '
                         f'stroke="{_GRID}" stroke-dasharray="2 3"/>')
@@ -648,14 +669,15 @@ def forest_plot(
             text = cells[k][i]
             parts.append(f"{k} {text}")
             body.append(f'<text x="{_n(x0 - 8)}" y="{_n(cy + 4)}" text-anchor="end" fill="{_TEXT}">{_esc(k)}</text>')
-            tip = _esc(f"{name}, {k}: {text}")
+            tip = _esc(f"{name}, {k}: {text}" + (f" ({note})" if note else ""))
+            color = _esc(rcol[k][i]) if rcol[k][i] else palette[k]
             if est is not None and a is not None and b is not None:
                 body.append(f'<line x1="{_n(x(a))}" y1="{_n(cy)}" x2="{_n(x(b))}" y2="{_n(cy)}" '
-                            f'stroke="{palette[k]}" stroke-width="3"><title>{tip}</title></line>')
+                            f'stroke="{color}" stroke-width="3"><title>{tip}</title></line>')
             if est is not None:
-                body.append(f'<circle cx="{_n(x(est))}" cy="{_n(cy)}" r="5" fill="{palette[k]}">'
+                body.append(f'<circle cx="{_n(x(est))}" cy="{_n(cy)}" r="5" fill="{color}">'
                             f"<title>{tip}</title></circle>")
             body.append(f'<text x="{_n(x0 + plot_w + 10)}" y="{_n(cy + 4)}" fill="{_TEXT}">{_esc(text)}</text>')
-        desc_parts.append(f"{name}: " + ", ".join(parts))
+        desc_parts.append(f"{name}" + (f" ({note})" if note else "") + ": " + ", ".join(parts))
     desc = (description + " " if description else "") + "Forest plot. " + "; ".join(desc_parts) + "."
     return _svg(width, height, title, desc, body)

@@ -56,6 +56,9 @@ def is_empty(value: Any) -> bool:
     return value is None or (isinstance(value, (str, list, dict, tuple)) and len(value) == 0)
 
 
+DATA_FOLD_LINES = 8
+
+
 def should_fold(text: str | None, max_chars: int, max_lines: int) -> bool:
     """True when `text` is longer than `max_chars` characters or `max_lines` lines."""
     if not text:
@@ -195,7 +198,7 @@ def build_event(event: Mapping, placement: dict, t0: float | None, *, fold_chars
     Returns ``{"seq", "anchor", "kind", "actor", "actor_name", "recipients", "recipient_names",
     "visibility", "ts", "t_rel",
     "content", "content_folded", "content_lines", "data_json", "data_summary", "data_open",
-    "data_folded", "metadata_json", "parent_seq", "hop", **placement}``.
+    "data_folded", "data_lines", "metadata_json", "parent_seq", "hop", **placement}``.
     """
     seq = _require(event, "seq", "event")
     if not isinstance(seq, int) or isinstance(seq, bool):
@@ -220,7 +223,10 @@ def build_event(event: Mapping, placement: dict, t0: float | None, *, fold_chars
         "content_lines": content.count("\n") + 1 if content else 0,
         "data_json": data_json, "data_summary": summarize(data) if data_json else "",
         "data_open": bool(data_json) and (not content or kind in ("artifact", "tool_result", "state_update")),
-        "data_folded": should_fold(data_json, fold_chars * 2, fold_lines * 2),
+        # a tool result or any payload longer than a few lines opens as a compact block with
+        # "expand" (not a 500 px JSON block)
+        "data_folded": should_fold(data_json, fold_chars, DATA_FOLD_LINES),
+        "data_lines": data_json.count("\n") + 1 if data_json else 0,
         "metadata_json": None if is_empty(meta) else pretty_json(meta),
         "parent_seq": event.get("parent_seq"), "hop": event.get("hop"),
         **placement,

@@ -1,4 +1,4 @@
-"""Regenerate docs/screenshots/trace-view.png, conversation-view.png, labeling-panel.png and adjudication.png (1280x720).
+"""Regenerate docs/screenshots/trace-view.png, conversation-view.png, labeling-panel.png, adjudication.png, four-agents.png and agreement.png (1280x720).
 
 Usage, from the repository root:
 
@@ -117,9 +117,24 @@ def main(argv: list[str] | None = None) -> None:
             rev.evaluate("() => document.getElementById('flash').scrollIntoView({block: 'start'})")
             rev.wait_for_timeout(300)
             rev.screenshot(path=str(out / "adjudication.png"))
+
+            # four agents at 1280x720: the lanes become two, speaker / others
+            four = next((r for r in runs if len(r["agents"]) == 4), None)
+            if four is not None:
+                rev.goto(f"{url}/runs/{four['run_id']}")
+                rev.locator("#trace .ev").first.wait_for()
+                rev.wait_for_timeout(400)
+                rev.screenshot(path=str(out / "four-agents.png"))
+            # the agreement page: the per-mode forest plot first
+            rev.goto(f"{url}/agreement?n_boot=200")
+            rev.locator("#mode-forest").scroll_into_view_if_needed()
+            rev.evaluate("() => document.getElementById('mode-forest').scrollIntoView({block: 'start'})")
+            rev.wait_for_timeout(300)
+            rev.screenshot(path=str(out / "agreement.png"))
             browser.close()
         engine.dispose()
-    print(f"wrote trace-view.png, labeling-panel.png, conversation-view.png and adjudication.png to {out} "
+    print(f"wrote trace-view.png, labeling-panel.png, conversation-view.png, adjudication.png, four-agents.png "
+          f"and agreement.png to {out} "
           f"(run {run['run_id']})")
 
 

@@ -103,9 +103,9 @@
 
   function agentSelect(l) {
     var s = el("select", { "data-f": "agent", "aria-label": "Responsible agent", required: "required" });
-    s.appendChild(el("option", { value: "" }, "— responsible agent (a) —"));
+    s.appendChild(el("option", { value: "" }, ATT ? "— responsible agent (1-9) —" : "— responsible agent (a, or a then 1-9) —"));
     cfg.agents.forEach(function (a, i) {
-      s.appendChild(el("option", { value: a.id }, (ATT && i < 9 ? (i + 1) + "  " : "") + a.id +
+      s.appendChild(el("option", { value: a.id }, (i < 9 ? (i + 1) + "  " : "") + a.id +
                                                   (a.principal_name ? "  (for " + a.principal_name + ")" : "")));
     });
     s.value = l.agent || "";
@@ -898,6 +898,7 @@
   showFlag();
 
   // ---------------------------------------------------------------- keyboard
+  var agentDigit = false, agentDigitTimer = null, AGENT_DIGIT_MS = 1500;
   var NOT_TEXT = /^(checkbox|radio|button|submit|reset|range|color|file|image)$/;
   function typingIn(t) {
     if (!t) return false;
@@ -919,6 +920,7 @@
     if ((e.ctrlKey || e.metaKey) && e.key === "Enter") { e.preventDefault(); submit(); return; }
     if (e.ctrlKey || e.metaKey || e.altKey) return;
     var k = e.key;
+    if (k !== "a" && !/^[1-9]$/.test(k)) agentDigit = false;
     if (k === "Enter") {
       if (t && t.closest && t.closest("a, button, summary, input, label")) return;  // Enter activates the control
       e.preventDefault(); attach(T.focusedSeq()); return;
@@ -930,6 +932,7 @@
     else if (k === "n") { if (!refuseLocked()) { addLabel(); if (!ATT_ONLY) openPicker("", true); } }
     else if (k === "m") { if (ATT_ONLY) handled = false; else openPicker(""); }
     else if (ATT && /^[1-9]$/.test(k)) pickAgent(Number(k));
+    else if (agentDigit && /^[1-9]$/.test(k)) { agentDigit = false; pickAgent(Number(k)); }
     else if (/^[1-9]$/.test(k)) {
       // the active label if it has no mode yet, else a new label: the mode list opens on category k
       var p = categoryPrefix(Number(k));
@@ -939,13 +942,23 @@
         else { addLabel(); openPicker(p, true); }
       }
     }
-    else if (k === "a") cycleAgent();
+    else if (k === "a") {
+      // a cycles the agent; a digit right after it (within AGENT_DIGIT_MS) picks agent 1-9 instead
+      cycleAgent();
+      if (active()) {
+        agentDigit = true;
+        clearTimeout(agentDigitTimer);
+        agentDigitTimer = setTimeout(function () { agentDigit = false; }, AGENT_DIGIT_MS);
+      }
+    }
+    else if (k === "L") { if (T.toggleLanes) T.toggleLanes(); }
     else if (k === "l") { if (state.labels.length) setActive((state.active + 1) % state.labels.length); }
     else if (k === "/") T.focusSearch();
     else if (k === "s") submit();
     else if (k === "]") nextRun();
     else if (k === "?") openOverlay($shortcuts);
     else if (k === "f") openFlag();
+    else if (k === "u") { var fl = document.getElementById("lp-flag"); if (fl && !fl.hidden) unflag(); else flashMsg("This run is not skipped or flagged: nothing to take back."); }
     else if (k === "c") T.toggleCollapsePrivate();
     else if (k === "o") T.toggleFocused && T.toggleFocused();
     else if (k === "v") T.toggleView && T.toggleView();

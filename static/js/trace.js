@@ -230,6 +230,7 @@
       if (!q) {
         trace.classList.remove("filtering", "searching");
         searchCount.textContent = "";
+        highlight();
         return;
       }
       ensureAll();
@@ -242,7 +243,47 @@
       updateCount();
     }
 
+    /* The matched text itself is highlighted (CSS Custom Highlight API: ranges, no DOM change):
+       "a2-search" on every match in the matching rows, "a2-search-cur" in the current one. */
+    var HL = window.CSS && CSS.highlights && window.Highlight ? CSS.highlights : null;
+    var HL_MAX = 2000;
+    function rangesIn(r, q) {
+      var out = [];
+      var walker = document.createTreeWalker(r, NodeFilter.SHOW_TEXT, {
+        acceptNode: function (n) { return toolbar && toolbar.contains(n) ? NodeFilter.FILTER_REJECT : NodeFilter.FILTER_ACCEPT; } });
+      for (var n = walker.nextNode(); n; n = walker.nextNode()) {
+        var low = n.data.toLowerCase(), at = low.indexOf(q);
+        while (at !== -1) {
+          var rg = document.createRange();
+          rg.setStart(n, at); rg.setEnd(n, at + q.length);
+          out.push(rg);
+          at = low.indexOf(q, at + q.length);
+        }
+      }
+      return out;
+    }
+    function highlight() {
+      if (!HL) return;
+      HL.delete("a2-search"); HL.delete("a2-search-cur");
+      if (!query) return;
+      var all = [], n = 0;
+      for (var k = 0; k < matches.length && n < HL_MAX; k++) {
+        var rs = rangesIn(rows[matches[k]], query);
+        n += rs.length;
+        all.push.apply(all, rs);
+      }
+      var h = new Highlight();
+      all.forEach(function (rg) { h.add(rg); });
+      HL.set("a2-search", h);
+      if (cur >= 0) {
+        var hc = new Highlight();
+        rangesIn(rows[matches[cur]], query).forEach(function (rg) { hc.add(rg); });
+        HL.set("a2-search-cur", hc);
+      }
+    }
+
     function updateCount() {
+      highlight();
       if (!query) { searchCount.textContent = ""; return; }
       searchCount.textContent = !matches.length ? "0 matches"
         : cur < 0 ? matches.length + (matches.length === 1 ? " match" : " matches")
@@ -347,6 +388,33 @@
     }
     try { if (localStorage.getItem(VIEW_KEY) === "compact") setView(true); } catch (e) { /* private mode */ }
 
+    /* Lanes that fit: with more agents than the width can give a readable lane (LANE_MIN px), the
+       lane view has two lanes, "speaker" (the agent acting, its private events) and "others" (whom
+       it speaks to). The reader's own choice (buttons, or L) is remembered and wins. */
+    var LANES_KEY = "a2annotate.lanes";
+    var LANE_MIN = 190;
+    function lanePref() { try { return localStorage.getItem(LANES_KEY) || ""; } catch (e) { return ""; } }
+    function setTwoLane(two) {
+      trace.classList.toggle("two-lane", two);
+      if (stickyHead) stickyHead.classList.toggle("two-lane", two);
+      document.querySelectorAll('[data-act="lanes-all"], [data-act="lanes-two"]').forEach(function (b) {
+        var on = (b.getAttribute("data-act") === "lanes-two") === two;
+        b.setAttribute("aria-pressed", on ? "true" : "false");
+      });
+    }
+    function autoLanes() {
+      if (nLanes <= 2) return;
+      var pref = lanePref();
+      setTwoLane(pref ? pref === "two" : trace.clientWidth / nLanes < LANE_MIN);
+    }
+    function chooseLanes(two) {
+      try { localStorage.setItem(LANES_KEY, two ? "two" : "all"); } catch (e) { /* private mode */ }
+      setTwoLane(two);
+      if (focusedIdx >= 0) reveal(rows[focusedIdx], "center");
+    }
+    autoLanes();
+    if (window.ResizeObserver && nLanes > 2) new ResizeObserver(function () { if (!lanePref()) autoLanes(); }).observe(trace);
+
     if (scrubber) {
       scrubber.addEventListener("input", function () {
         var i = Number(scrubber.value);
@@ -434,6 +502,8 @@
         else if (b === "search-next") step(1);
         else if (b === "view-lanes") setView(false);
         else if (b === "view-compact") setView(true);
+        else if (b === "lanes-all") chooseLanes(false);
+        else if (b === "lanes-two") chooseLanes(true);
         else if (b === "search-prev") step(-1);
         return;
       }
@@ -473,6 +543,7 @@
     api.toggleFocused = function () { if (focusedIdx >= 0) toggleRow(rows[focusedIdx]); };
     api.toggleView = function () { setView(!trace.classList.contains("compact")); };
     api.isCompact = function () { return trace.classList.contains("compact"); };
+    api.toggleLanes = function () { if (nLanes > 2) chooseLanes(!trace.classList.contains("two-lane")); };
     api.focusScrubber = function () { if (scrubber) scrubber.focus(); };
     api.focusEvent = function () {
       if (focusedIdx < 0) { move(1); return; }

@@ -144,7 +144,11 @@ def test_progress_page_and_roles(site):
     login(reviewer, "rita")
     page = reviewer.get("/admin/progress")
     assert page.status_code == 200
-    assert 'href="/runs/r0"' in page.text and "alice" in page.text
+    # batches and annotators first; the per-run list only behind a filter
+    assert "alice" in page.text and 'id="run-progress"' not in page.text and 'id="list-all-runs"' in page.text
+    page = reviewer.get("/admin/progress?runs=1")
+    assert 'id="run-progress"' in page.text and 'href="/runs/r0"' in page.text
+    assert 'href="/runs/r0"' in reviewer.get("/admin/progress?state=in_progress").text
     assert reviewer.get("/admin").status_code == 403
     assert reviewer.get("/admin/assignments").status_code == 403
     annotator = TestClient(app)

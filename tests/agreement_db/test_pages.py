@@ -61,6 +61,11 @@ def test_paradox_flag_note_and_disagreements(rare, app, token_for):
     row = re.search(r'<tr class="flagged" id="mode-CF1">.*?</tr>', page.text, re.DOTALL)
     assert row and "read AC1" in row.group(0)
     assert re.search(r'<tr class="" id="mode-DD1">.*?undefined.*?</tr>', page.text, re.DOTALL)  # nobody marked DD1
+    # the per-mode forest plot: server-rendered SVG, CF1's kappa in the paradox colour and marked
+    forest = re.search(r'<section class="card" id="mode-forest">.*?</section>', page.text, re.DOTALL)
+    assert forest and "<svg" in forest.group(0) and "<script" not in forest.group(0)
+    assert "CF1 ⚑ paradox" in forest.group(0) and 'stroke="#d35400"' in forest.group(0)
+    assert "read AC1" in forest.group(0) and ">DD1<" not in forest.group(0)  # nobody marked DD1: left out
 
     dis = client.get("/disagreements")
     assert dis.status_code == 200

@@ -106,6 +106,7 @@ ROUTES: dict[tuple[str, str], Case] = {
     ("GET", "/api/v1/exports/{table}.{fmt}"): Case("/api/v1/exports/runs.csv", USER),
     ("GET", "/api/v1/exports/hf.zip"): Case("/api/v1/exports/hf.zip", REVIEWER),
     ("GET", "/api/v1/exports/mad.json"): Case("/api/v1/exports/mad.json", REVIEWER),
+    ("GET", "/api/v1/exports/labels_wide.{fmt}"): Case("/api/v1/exports/labels_wide.csv", REVIEWER),
     # login / logout
     ("GET", "/login"): Case("/login", PUBLIC),
     ("POST", "/login"): Case("/login", PUBLIC, ok=401, send={"data": {"username": "nobody", "password": "wrong-pw"}}),

@@ -244,6 +244,8 @@ def _urls(app, session: Session) -> list[str]:
             urls += [path.replace("{ref}", t) for t in taxes]
         elif path == "/api/v1/exports/{table}.{fmt}":
             urls += [f"/api/v1/exports/{name}.{fmt}" for name, spec in TABLES.items() for fmt in spec.formats]
+        elif path in ("/api/v1/exports/labels_wide.{fmt}", "/estimates/data.{fmt}"):
+            urls += [path.replace("{fmt}", fmt) for fmt in ("csv", "parquet")]
         elif path == "/reports/data/{name}.csv":
             urls += [f"/reports/data/{n}.csv" for n in ("outcomes", "blind_spots")]
         elif path == "/estimates/data.{fmt}":

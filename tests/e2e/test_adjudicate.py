@@ -68,7 +68,8 @@ def test_adjudication_by_keyboard_beside_the_trace(tmp_path):
             expect(page.locator("#candidates tr.sel")).to_contain_text("CF3")
             expect(page.locator("#e-3.is-ev-active")).to_have_count(1)
             kb.press("r")                                                # reject: undo the pre-accepted label
-            expect(page.locator('#gold-labels tr.undone')).to_contain_text("CF3")
+            expect(page.locator('#rejected-labels tr.undone')).to_contain_text("CF3")  # apart from gold
+            assert "CF3" not in page.locator("#gold-labels > tbody > tr[data-gold-id] > td:first-child").all_inner_texts()
             for _ in range(abs(vf1 - cf3)):
                 kb.press("j" if vf1 > cf3 else "k")
             expect(page.locator("#candidates tr.sel")).to_contain_text("VF1")
@@ -76,7 +77,8 @@ def test_adjudication_by_keyboard_beside_the_trace(tmp_path):
             kb.press("r")                               # reject a candidate not in gold: a stored decision
             expect(page.locator("#candidates tr.sel")).to_have_attribute("data-decision", "rejected")
             expect(page.locator("#candidates tr.sel")).to_contain_text("rejected")
-            expect(page.locator('#gold-labels tr.rejected')).to_have_count(2)  # CF3 and VF1
+            expect(page.locator('#rejected-labels tr.rejected')).to_have_count(2)  # CF3 and VF1, listed apart
+            expect(page.locator('#gold-labels tr.rejected')).to_have_count(0)
             kb.press("F")
             kb.type("CF3 evidence is the offer, not a breach")
             kb.press("Control+Enter")

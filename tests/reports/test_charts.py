@@ -173,3 +173,27 @@ def test_heatmap_diverging_for_kappa():
         heatmap(["a", "b"], ["a", "b"], [[1, 2], [3]], title="t")
     with pytest.raises(ValueError, match="scale must be"):
         heatmap(["a"], ["a"], [[1]], title="t", scale="rainbow")
+
+
+def test_forest_plot_row_colours_notes_and_legend():
+    from app.reports.charts import PALETTE, forest_plot
+
+    series = {"Fleiss κ": [(0.2, 0.1, 0.3), (0.8, 0.7, 0.9)], "Gwet AC1": [(0.9, 0.85, 0.95), (0.8, 0.75, 0.85)]}
+    plain = forest_plot(["CF1", "GR1"], series, title="t")
+    svg = forest_plot(["CF1", "GR1"], series, title="t", row_colors={"Fleiss κ": ["#d35400", None]},
+                      row_notes=["⚑ paradox", None], legend_extra=[("paradox", "#d35400")])
+    root = parse(svg)
+    # the flagged row's kappa (bar and dot) in the warning colour; its AC1 and the other row keep theirs
+    circles = [c.get("fill") for c in root.iter(f"{NS}circle")]
+    assert circles.count("#d35400") == 1
+    lines = [ln.get("stroke") for ln in root.iter(f"{NS}line") if ln.get("stroke-width") == "3"]
+    assert lines == ["#d35400", PALETTE[1], PALETTE[0], PALETTE[1]]
+    assert any(visible(t) == "CF1 ⚑ paradox" for t in root.iter(f"{NS}text"))
+    assert any(visible(t) == "paradox" for t in root.iter(f"{NS}text"))   # the legend entry
+    assert "#d35400" not in plain and "paradox" not in plain             # without the options: as before
+    with pytest.raises(ValueError, match="row_colors"):
+        forest_plot(["CF1", "GR1"], series, title="t", row_colors={"Fleiss κ": ["#000"]})
+    with pytest.raises(ValueError, match="do not exist"):
+        forest_plot(["CF1", "GR1"], series, title="t", row_colors={"nope": [None, None]})
+    with pytest.raises(ValueError, match="row_notes"):
+        forest_plot(["CF1", "GR1"], series, title="t", row_notes=["x"])
