@@ -6,7 +6,6 @@ rule as the rest of the app; this page only lists what the caller may take and b
 from __future__ import annotations
 
 from typing import Any
-
 from urllib.parse import urlencode
 
 from fastapi import APIRouter, HTTPException, Request
