@@ -6,6 +6,7 @@ from app.auth.models import ApiToken, User  # noqa: F401
 from app.capture.models import CaptureError, CaptureRecord, LiveRun  # noqa: F401
 from app.flags.models import RunFlag  # noqa: F401
 from app.jobs.models import Job  # noqa: F401
+from app.results.models import StoredResult  # noqa: F401
 from app.runs.models import Agent, Audit, Check, Event, Principal, Run, Scenario  # noqa: F401
 from app.taxonomies.models import Taxonomy  # noqa: F401
 

@@ -20,6 +20,7 @@ from app.api.deps import MAX_PAGE, SessionDep
 from app.core.db import begin_write
 from app.core.text import is_decimal
 from app.reports.charts import heatmap
+from app.results import service as stored_results
 from app.web.csrf import verify_form_csrf
 from app.web.deps import ReviewerPage
 from app.web.templating import render
@@ -89,16 +90,27 @@ def agreement_page(
     options = service.filter_options(session)
     nb = PAGE_N_BOOT if n_boot is None else n_boot
     ctx: dict[str, Any] = {"f": f, "options": options, "n_boot": nb, "seed": seed, "names": COEFFICIENT_NAMES,
-                           "report": None, "gold": None, "chart": None, "error": None}
+                           "report": None, "gold": None, "chart": None, "error": None, "freshness": None}
+    common = {"taxonomy": f["taxonomy"], "family": f["family"], "annotators": f["annotators"] or None,
+              "include_judges": f["include_judges"], "confidence": 0.95,
+              "query": stored_results.query_items(request.query_params), "page": True}
     try:
         service.check_level(level)
-        data = service.load_agreement_data(session, taxonomy=f["taxonomy"], family=f["family"],
-                                           annotators=f["annotators"] or None, include_judges=f["include_judges"])
-        report = service.agreement_payload(data, level=level, n_boot=nb, seed=seed)
-        gold = service.gold_payload(data, n_boot=0)
-    except service.AgreementError as exc:
+        got = stored_results.get_result(session, "agreement", {**common, "level": level, "n_boot": nb, "seed": seed},
+                                        user_id=user.id)
+        gold_got = stored_results.get_result(session, "agreement_gold", {**common, "n_boot": 0, "seed": 0},
+                                             user_id=user.id)
+    except (service.AgreementError, stored_results.ResultFailed) as exc:
         ctx["error"] = str(exc)
         return render(request, "agreement/dashboard.html", status_code=422, **ctx)
+    pending = [g.job_id for g in (got, gold_got) if g.state == "pending"]
+    if pending:
+        ctx["error"] = (f"The agreement is being computed in the background (job {', '.join(pending)}); "
+                        "reload this page in a moment.")
+        return render(request, "agreement/dashboard.html", status_code=202, **ctx)
+    report, gold = got.payload, gold_got.payload
+    ctx["freshness"] = {"computed_at": got.computed_at, "stale": got.stale or gold_got.stale,
+                        "job": got.job_id or gold_got.job_id}
     pw = report["pairwise_cohen"]
     kinds = [report["annotator_kinds"].get(a, "human") for a in pw["annotators"]]
     ctx.update(report=report, gold=gold, chart=_kappa_heatmap(pw["annotators"], pw["matrix"],

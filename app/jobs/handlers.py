@@ -47,3 +47,14 @@ def run_import(ctx: JobContext) -> dict[str, Any]:
     summary = import_upload(ctx.engine, p["path"], p["filename"], bool(p.get("replace")), bool(p.get("strict")),
                             job=ctx)
     return summary.to_dict()
+
+
+@handler("result", description="Compute an agreement or report result and store it for every process.")
+def run_result(ctx: JobContext) -> dict[str, Any]:
+    """Compute a stored result (agreement, reports; app.results): `{kind, key, data_version, computed_at, ...}`."""
+    from app.results.service import compute_and_store
+
+    ctx.progress(0, 1)
+    out = compute_and_store(ctx.engine, ctx.params["kind"], ctx.params["params"])
+    ctx.progress(1, 1)
+    return out

@@ -1,0 +1,61 @@
+"""The computations whose results are stored (`app.results.service.KINDS`): each takes a session
+and the result's ``params`` (as the route resolved them) and returns the JSON payload."""
+from __future__ import annotations
+
+from typing import Any
+
+from sqlmodel import Session
+
+from app.agreement import service as agreement
+from app.reports import service as reports
+from app.results.service import register
+
+
+def _agreement_data(session: Session, p: dict[str, Any], include_judges: bool | None = None) -> agreement.AgreementData:
+    return agreement.load_agreement_data(
+        session, taxonomy=p.get("taxonomy"), family=p.get("family"), annotators=p.get("annotators"),
+        include_judges=p.get("include_judges", False) if include_judges is None else include_judges)
+
+
+@register("agreement")
+def agreement_report(session: Session, p: dict[str, Any]) -> dict[str, Any]:
+    """GET /api/v1/agreement and the agreement page."""
+    return agreement.agreement_payload(_agreement_data(session, p), level=p["level"], n_boot=p["n_boot"],
+                                       seed=p["seed"], confidence=p["confidence"])
+
+
+@register("agreement_gold")
+def agreement_gold(session: Session, p: dict[str, Any]) -> dict[str, Any]:
+    """GET /api/v1/agreement/gold and the agreement page's gold table."""
+    return agreement.gold_payload(_agreement_data(session, p), n_boot=p["n_boot"], seed=p["seed"],
+                                  confidence=p["confidence"])
+
+
+@register("agreement_judges")
+def agreement_judges(session: Session, p: dict[str, Any]) -> dict[str, Any]:
+    """GET /api/v1/agreement/judges."""
+    data = _agreement_data(session, {**p, "annotators": None}, include_judges=True)
+    return agreement.judges_payload(data, n_boot=p["n_boot"], seed=p["seed"])
+
+
+def _report_data(session: Session, p: dict[str, Any], with_labels: bool = True) -> reports.ReportData:
+    return reports.load_report_data(session, threshold=p["threshold"], taxonomy=p.get("taxonomy"),
+                                    family=p.get("family"), with_labels=with_labels)
+
+
+@register("report_outcomes")
+def report_outcomes(session: Session, p: dict[str, Any]) -> dict[str, Any]:
+    """GET /api/v1/reports/outcomes."""
+    return reports.outcomes_payload(_report_data(session, p), p["by"], p["source"])
+
+
+@register("report_blind_spots")
+def report_blind_spots(session: Session, p: dict[str, Any]) -> dict[str, Any]:
+    """GET /api/v1/reports/blind-spots."""
+    return reports.blind_spots_payload(_report_data(session, p), p["source"])
+
+
+@register("report_crossplay")
+def report_crossplay(session: Session, p: dict[str, Any]) -> dict[str, Any]:
+    """GET /api/v1/reports/crossplay."""
+    return reports.crossplay_payload(_report_data(session, p, with_labels=False), p["by"], p["value"])
