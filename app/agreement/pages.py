@@ -92,14 +92,14 @@ def agreement_page(
     ctx: dict[str, Any] = {"f": f, "options": options, "n_boot": nb, "seed": seed, "names": COEFFICIENT_NAMES,
                            "report": None, "gold": None, "chart": None, "error": None, "freshness": None}
     common = {"taxonomy": f["taxonomy"], "family": f["family"], "annotators": f["annotators"] or None,
-              "include_judges": f["include_judges"], "confidence": 0.95,
-              "query": stored_results.query_items(request.query_params), "page": True}
+              "include_judges": f["include_judges"], "confidence": 0.95}
     try:
         service.check_level(level)
-        got = stored_results.get_result(session, "agreement", {**common, "level": level, "n_boot": nb, "seed": seed},
-                                        user_id=user.id)
-        gold_got = stored_results.get_result(session, "agreement_gold", {**common, "n_boot": 0, "seed": 0},
-                                             user_id=user.id)
+        query = request.query_params
+        got = stored_results.get_result(session, "agreement", stored_results.with_query(
+            {**common, "level": level, "n_boot": nb, "seed": seed}, query), user_id=user.id)
+        gold_got = stored_results.get_result(session, "agreement_gold", stored_results.with_query(
+            {**common, "n_boot": 0, "seed": 0, "level": level}, query), user_id=user.id)
     except (service.AgreementError, stored_results.ResultFailed) as exc:
         ctx["error"] = str(exc)
         return render(request, "agreement/dashboard.html", status_code=422, **ctx)

@@ -35,7 +35,7 @@ RESPONSES: dict[int | str, dict[str, Any]] = {
 
 def served(request: Request, session: Session, user: User, kind: str, params: dict[str, Any]) -> Served:
     """The stored result of ``kind`` for ``params`` and the request's raw query (part of the key)."""
-    params = {**params, "query": service.query_items(request.query_params)}
+    params = service.with_query(params, request.query_params)
     try:
         return service.get_result(session, kind, params, user_id=user.id)
     except service.ResultFailed as exc:

@@ -21,8 +21,8 @@ the same fingerprint from the same data, so a payload stored by one is current f
 
 The **key** of a result is a sha256 of the canonical JSON of its ``params``: every request
 parameter after defaults are resolved (a ``study`` parameter included when a route passes it)
-plus the raw query string's items, so a parameter a route gains later is part of the key even
-before its computation reads it.
+plus any query parameter the route did not resolve (`with_query`), so a parameter a route gains
+later is part of the key even before its computation reads it.
 """
 from __future__ import annotations
 
@@ -106,9 +106,13 @@ def result_key(kind: str, params: dict[str, Any]) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def query_items(query_params: Any) -> list[list[str]]:
-    """A request's query parameters as sorted [name, value] pairs (part of every key)."""
-    return sorted([k, v] for k, v in query_params.multi_items())
+def with_query(params: dict[str, Any], query_params: Any) -> dict[str, Any]:
+    """``params`` plus, under ``query``, the request's query parameters that ``params`` does not
+    hold already (sorted [name, value] pairs): a parameter a route gains later (a ``study``) keys
+    its own result even before the route resolves it, while spellings of the same request
+    (``level=run`` or its default) share one."""
+    extra = sorted([k, v] for k, v in query_params.multi_items() if k not in params)
+    return {**params, "query": extra} if extra else dict(params)
 
 
 # --------------------------------------------------------------------------------------------
@@ -179,7 +183,9 @@ class Served:
 
 
 def _row(session: Session, kind: str, key: str) -> StoredResult | None:
-    return session.execute(select(StoredResult).where(StoredResult.kind == kind, StoredResult.key == key)).scalar()
+    # populate_existing: the row as stored now, not as this session last loaded it
+    return session.execute(select(StoredResult).where(StoredResult.kind == kind, StoredResult.key == key)
+                           .execution_options(populate_existing=True)).scalar()
 
 
 def _ensure_job(session: Session, kind: str, key: str, params: dict[str, Any], row: StoredResult | None,
