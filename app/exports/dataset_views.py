@@ -7,15 +7,15 @@ admins always; annotators once an admin reveals labels). Registered before the o
 from __future__ import annotations
 
 import shutil
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import APIRouter, HTTPException, Query, Request
-from fastapi.responses import FileResponse, StreamingResponse
+from fastapi.responses import FileResponse, JSONResponse, StreamingResponse
 from starlette.background import BackgroundTask
-from starlette.concurrency import run_in_threadpool
 
 from app.annotations.http import JsonErrorRoute
 from app.api.deps import ApiUser, SessionDep
+from app.core.config import get_settings
 
 router = APIRouter(prefix="/api/v1/exports", tags=["exports"], route_class=JsonErrorRoute)
 
@@ -32,23 +32,47 @@ _BLIND = ("blind mode: this export holds every annotator's labels; it is open to
         "its features (every column and type), then the schema, the taxonomy versions and the label "
         "provenance (human, judge, adjudicated). Loads offline with `datasets.load_dataset(\"parquet\", "
         "data_dir=...)` or pandas. The demo corpus's seeded truth goes to admins only. 403 for annotators "
-        "under blind mode."),
+        "under blind mode. The zip is built by a background job (kind `export_hf`, with progress): the answer "
+        "is the file when the job ends within EXPORT_WAIT_SECONDS; otherwise, or with `Prefer: respond-async`, "
+        "202 with `Location` of the job, whose file is then `GET /api/v1/jobs/{id}/file`."),
     response_class=FileResponse,
-    responses={200: {"description": "the zip", "content": {"application/zip": {}}},
-               403: {"description": "blind mode"}},
+    responses={200: {"description": "the zip (header `Content-Location` names its job)",
+                     "content": {"application/zip": {}}},
+               202: {"description": "the export job is queued or running: `{job}`, `Location: /api/v1/jobs/{id}`; "
+                                    "download from `GET /api/v1/jobs/{id}/file` once it is done"},
+               403: {"description": "blind mode"},
+               422: {"description": "the export job failed or was cancelled within the wait"}},
 )
-async def export_hf_zip(request: Request, session: SessionDep, user: ApiUser) -> FileResponse:
+def export_hf_zip(request: Request, session: SessionDep, user: ApiUser) -> Any:
     from app.annotations.blind import labels_visible_to
-    from app.exports.hf import hf_zip
-    from app.exports.service import ExportOptions
+    from app.core.scratch import job_dir
+    from app.jobs import service as jobs
+    from app.jobs.models import Job
+    from app.jobs.queue import send
 
     if not labels_visible_to(session, user):
         raise HTTPException(403, _BLIND)
-    opts = ExportOptions(threshold=request.app.state.settings.success_threshold,
-                         strip_demo_truth=user.role != "admin")
-    path = await run_in_threadpool(hf_zip, request.app.state.engine, opts)
-    return FileResponse(path, media_type="application/zip", filename="a2annotate-hf.zip",
-                        background=BackgroundTask(shutil.rmtree, path.parent, True))
+    engine = request.app.state.engine
+    job_id = jobs.new_id()
+    folder = job_dir(job_id)
+    params = {"threshold": request.app.state.settings.success_threshold,
+              "strip_demo_truth": user.role != "admin", "folder": str(folder)}
+    session.add(Job(id=job_id, kind="export_hf", params=params, user_id=user.id))
+    session.commit()
+    send(job_id, engine=engine)
+    respond_async = "respond-async" in request.headers.get("prefer", "").lower()
+    job = jobs.wait_for(engine, job_id, 0.0 if respond_async else get_settings().export_wait_seconds)
+    location = f"/api/v1/jobs/{job_id}"
+    if respond_async:
+        return JSONResponse({"job": jobs.payload(job)}, status_code=202, headers={"Location": location})
+    if job.state == "done":  # within the wait: the file itself, as before the job system
+        return FileResponse(job.result["file"], media_type="application/zip", filename="a2annotate-hf.zip",
+                            headers={"Content-Location": location},
+                            background=BackgroundTask(shutil.rmtree, folder, True))
+    if job.state in ("failed", "cancelled"):
+        return JSONResponse({"detail": f"the export {job.state}: {job.error}", "job": location}, status_code=422,
+                            headers={"Location": location})
+    return JSONResponse({"job": jobs.payload(job)}, status_code=202, headers={"Location": location})
 
 
 @router.get(

@@ -58,3 +58,18 @@ def run_result(ctx: JobContext) -> dict[str, Any]:
     out = compute_and_store(ctx.engine, ctx.params["kind"], ctx.params["params"])
     ctx.progress(1, 1)
     return out
+
+
+@handler("export_hf", description="Build the Hugging Face datasets zip (GET /api/v1/exports/hf.zip).")
+def run_export_hf(ctx: JobContext) -> dict[str, Any]:
+    """Build the Hugging Face datasets zip into the job's folder: `{file, filename, media_type, size}`,
+    downloaded from GET /api/v1/jobs/{id}/file."""
+    from app.exports.hf import hf_zip
+    from app.exports.service import ExportOptions
+
+    p = ctx.params
+    opts = ExportOptions(threshold=p["threshold"], strip_demo_truth=bool(p["strip_demo_truth"]))
+    path = hf_zip(ctx.engine, opts, work_dir=p["folder"], progress=ctx.progress)
+    ctx.progress(3, 3)
+    return {"file": str(path), "filename": "a2annotate-hf.zip", "media_type": "application/zip",
+            "size": path.stat().st_size}

@@ -17,7 +17,6 @@ from tests.reports_db.expected import (
     same,
 )
 
-
 #: what the API adds to a report as a stored result (app/results); the CLI computes it in place
 STORED = ("computed_at", "stale", "recompute_job")
 
