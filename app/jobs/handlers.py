@@ -73,3 +73,20 @@ def run_export_hf(ctx: JobContext) -> dict[str, Any]:
     ctx.progress(3, 3)
     return {"file": str(path), "filename": "a2annotate-hf.zip", "media_type": "application/zip",
             "size": path.stat().st_size}
+
+
+@handler("export_mad", description="Write the MAD-shaped JSON of the MAST-labelled runs (GET /api/v1/exports/mad.json).")
+def run_export_mad(ctx: JobContext) -> dict[str, Any]:
+    """Write the MAD JSON into the job's folder: `{file, filename, media_type, size}`; progress counts records."""
+    from app.exports.mad import FILE_NAME, mad_json_stream
+
+    p = ctx.params
+    path = Path(p["folder"]) / FILE_NAME
+    chunks = 0
+    with open(path, "wb") as out:
+        for chunk in mad_json_stream(ctx.engine, annotator=p["annotator"], taxonomy=p.get("taxonomy")):
+            out.write(chunk.encode() if isinstance(chunk, str) else chunk)
+            chunks += 1
+            ctx.progress(chunks, None)
+    return {"file": str(path), "filename": FILE_NAME, "media_type": "application/json",
+            "size": path.stat().st_size}
