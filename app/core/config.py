@@ -86,6 +86,8 @@ class Settings(BaseSettings):
     import_wait_seconds: float = Field(30.0, ge=0)
     #: GET /api/v1/exports/hf.zip waits this long for its export job before answering 202 with the job.
     export_wait_seconds: float = Field(30.0, ge=0)
+    #: POST /api/v1/detectors/run waits this long for its detect job before answering 202 with the job.
+    detect_wait_seconds: float = Field(30.0, ge=0)
     #: Stored results (agreement, reports; app/results): a first request with nothing stored
     #: computes inline when the data hold at most this many runs + labels, else enqueues a job.
     results_inline_rows: int = Field(50_000, ge=0)

@@ -90,3 +90,25 @@ def run_export_mad(ctx: JobContext) -> dict[str, Any]:
             ctx.progress(chunks, None)
     return {"file": str(path), "filename": FILE_NAME, "media_type": "application/json",
             "size": path.stat().st_size}
+
+
+@handler("detect", description="Run the detectors on stored runs (POST /api/v1/detectors/run).")
+def run_detect(ctx: JobContext) -> dict[str, Any]:
+    """Run the detectors: the summary `{runs, labels, flagged_runs, errors, problems}`. Committed every
+    200 runs; stopped half way, a run's detector labels are either all replaced or untouched, and a
+    re-run replaces them again (idempotent)."""
+    from sqlalchemy import func, select
+    from sqlmodel import Session
+
+    from app.detectors import service as det
+    from app.runs.models import Run
+
+    p = ctx.params
+    with Session(ctx.engine) as s:
+        run_ids = p.get("run_ids")
+        total = len(run_ids) if run_ids is not None else s.execute(select(func.count()).select_from(Run)).scalar()
+        ctx.progress(0, total)
+        summary = det.detect_all(s, only=p.get("only"), run_ids=run_ids,
+                                 progress=lambda sm: ctx.progress(sm.runs + len({e["run_id"] for e in sm.errors
+                                                                                 if e["detector"] == "*"}), total))
+    return summary.to_dict()
