@@ -59,3 +59,20 @@ def report_blind_spots(session: Session, p: dict[str, Any]) -> dict[str, Any]:
 def report_crossplay(session: Session, p: dict[str, Any]) -> dict[str, Any]:
     """GET /api/v1/reports/crossplay."""
     return reports.crossplay_payload(_report_data(session, p, with_labels=False), p["by"], p["value"])
+
+
+@register("reports_page")
+def reports_page(session: Session, p: dict[str, Any]) -> dict[str, Any]:
+    """The data of the reports page (/reports): the outcome report, the prevalence table, cross-play,
+    blind spots and the taxonomy's names; the page draws its charts from them."""
+    from app.reports.pages import _category_names, prevalence_table
+
+    data = _report_data(session, p)
+    prev_columns, prev_rows = prevalence_table(data, p["source"])
+    return {"outcomes": reports.outcomes_payload(data, p["by"], p["source"]),
+            "prevalence": {"columns": prev_columns, "rows": prev_rows},
+            "crossplay": reports.crossplay_payload(data, p["crossplay"]),
+            "blind": reports.blind_spots_payload(data, p["source"]),
+            "cat_names": _category_names(data),
+            "mode_names": {m["code"]: m.get("name", m["code"]) for m in data.taxonomy.definition.get("modes") or []},
+            "n_runs": len(data.runs)}

@@ -106,12 +106,13 @@ def result_key(kind: str, params: dict[str, Any]) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def with_query(params: dict[str, Any], query_params: Any) -> dict[str, Any]:
+def with_query(params: dict[str, Any], query_params: Any, ignore: tuple[str, ...] = ()) -> dict[str, Any]:
     """``params`` plus, under ``query``, the request's query parameters that ``params`` does not
     hold already (sorted [name, value] pairs): a parameter a route gains later (a ``study``) keys
     its own result even before the route resolves it, while spellings of the same request
-    (``level=run`` or its default) share one."""
-    extra = sorted([k, v] for k, v in query_params.multi_items() if k not in params)
+    (``level=run`` or its default) share one. ``ignore``: parameters that only change how the result
+    is shown (a page's sorting)."""
+    extra = sorted([k, v] for k, v in query_params.multi_items() if k not in params and k not in ignore)
     return {**params, "query": extra} if extra else dict(params)
 
 
