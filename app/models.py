@@ -7,6 +7,7 @@ from app.capture.models import CaptureError, CaptureRecord, LiveRun  # noqa: F40
 from app.flags.models import RunFlag  # noqa: F401
 from app.jobs.models import Job  # noqa: F401
 from app.judges.models import JudgeCache, JudgeCall, JudgeResult, JudgeRun, JudgeVersion  # noqa: F401
+from app.results.models import StoredResult  # noqa: F401
 from app.runs.models import Agent, Audit, Check, Event, Principal, Run, Scenario  # noqa: F401
 from app.studies.models import (  # noqa: F401
     AssignmentBatch,

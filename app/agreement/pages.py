@@ -16,10 +16,11 @@ from fastapi.responses import JSONResponse, RedirectResponse
 from sqlmodel import Session
 
 from app.agreement import adjudication, service
-from app.api.deps import MAX_PAGE, SessionDep
+from app.api.deps import MAX_PAGE, SessionDep, study_cache_key
 from app.core.db import begin_write
 from app.core.text import is_decimal
 from app.reports.charts import forest_plot, heatmap
+from app.results import service as stored_results
 from app.web.csrf import verify_form_csrf
 from app.web.deps import ReviewerPage, study_switcher
 from app.web.templating import render
@@ -132,25 +133,40 @@ def agreement_page(
     nb = PAGE_N_BOOT if n_boot is None else n_boot
     ctx: dict[str, Any] = {"f": f, "options": options, "n_boot": nb, "seed": seed, "names": COEFFICIENT_NAMES,
                            "report": None, "gold": None, "chart": None, "error": None, "attribution": None,
-                           "forest": None}
+                           "forest": None, "freshness": None}
     st, scope = _study(session, user, study)
     ctx["switcher"] = study_switcher(session, user, "agreement", st)
+    common = {"taxonomy": f["taxonomy"], "family": f["family"], "annotators": f["annotators"] or None,
+              "include_judges": f["include_judges"], "confidence": 0.95, "study": study_cache_key(st)}
+    attribution = None
     try:
         service.check_level(level)
-        data = service.load_agreement_data(session, taxonomy=f["taxonomy"], family=f["family"],
-                                           annotators=f["annotators"] or None, include_judges=f["include_judges"],
-                                           scope=scope)
-        report = service.agreement_payload(data, level=level, n_boot=nb, seed=seed)
-        gold = service.gold_payload(data, n_boot=0)
-        # attribution agreement (who and when: the CLI's `agreement --k K`), when there are attributions
+        query = request.query_params
+        got = stored_results.get_result(session, "agreement", stored_results.with_query(
+            {**common, "level": level, "n_boot": nb, "seed": seed}, query, ignore=("k",)), user_id=user.id)
+        gold_got = stored_results.get_result(session, "agreement_gold", stored_results.with_query(
+            {**common, "n_boot": 0, "seed": 0, "level": level}, query, ignore=("k",)), user_id=user.id)
+        # attribution agreement (who and when: the CLI's `agreement --k K`), for a taxonomy that has it
         from app.taxonomies.service import attribution_schema
 
-        schema = attribution_schema(data.taxonomy) if hasattr(data, "taxonomy") else None
-        kk = k if k is not None else int((schema or {}).get("k", 1))
-        attribution = service.attribution_payload(data, k=kk) if len(data.attributions) else None
-    except service.AgreementError as exc:
+        schema = attribution_schema(service._resolve_taxonomy(session, f["taxonomy"]))
+        if schema is not None:
+            data = service.load_agreement_data(session, taxonomy=f["taxonomy"], family=f["family"],
+                                               annotators=f["annotators"] or None,
+                                               include_judges=f["include_judges"], scope=scope)
+            kk = k if k is not None else int(schema.get("k", 1))
+            attribution = service.attribution_payload(data, k=kk) if len(data.attributions) else None
+    except (service.AgreementError, stored_results.ResultFailed) as exc:
         ctx["error"] = str(exc)
         return render(request, "agreement/dashboard.html", status_code=422, **ctx)
+    pending = [g.job_id for g in (got, gold_got) if g.state == "pending"]
+    if pending:
+        ctx["error"] = (f"The agreement is being computed in the background (job {', '.join(pending)}); "
+                        "reload this page in a moment.")
+        return render(request, "agreement/dashboard.html", status_code=202, **ctx)
+    report, gold = got.payload, gold_got.payload
+    ctx["freshness"] = {"computed_at": got.computed_at, "stale": got.stale or gold_got.stale,
+                        "job": got.job_id or gold_got.job_id}
     pw = report["pairwise_cohen"]
     kinds = [report["annotator_kinds"].get(a, "human") for a in pw["annotators"]]
     ctx.update(forest=_mode_forest(report))

@@ -1,8 +1,8 @@
 """REST routes of agreement and adjudication.
 
 * ``GET /api/v1/agreement``: the agreement report on the stored labels; ``/agreement/gold``
-  each annotator against gold; ``/agreement/judges`` humans vs machines (these three are cached
-  per data version: see :mod:`app.agreement.cache`; sync routes, so they run in the threadpool);
+  each annotator against gold; ``/agreement/judges`` humans vs machines (these three are stored
+  results shared by every process: see :mod:`app.results`; sync routes, so they run in the threadpool);
   ``/agreement/disagreements`` runs ranked by disagreement.  They aggregate every annotator's
   labels, so under blind mode an annotator gets 403 (reviewers and admins always see them;
   annotators once an admin reveals labels).
@@ -23,7 +23,6 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 from sqlmodel import Session
 
 from app.agreement import adjudication, service
-from app.agreement.cache import AgreementCache
 from app.agreement.coefficients import compute
 from app.annotations.http import JsonErrorRoute, api_csrf
 from app.api.deps import (
@@ -37,6 +36,7 @@ from app.api.deps import (
     study_scope,
 )
 from app.core.db import begin_write
+from app.results import http as stored
 
 router = APIRouter(prefix="/api/v1", tags=["agreement"], route_class=JsonErrorRoute,
                    dependencies=[Depends(api_csrf)])
@@ -72,14 +72,6 @@ def _n_boot(request: Request, n_boot: int | None) -> int:
 
 
 
-def _cache(request: Request) -> AgreementCache:
-    """The app's cache of agreement payloads (per data version, see :mod:`app.agreement.cache`)."""
-    cache = getattr(request.app.state, "agreement_cache", None)
-    if cache is None:
-        cache = request.app.state.agreement_cache = AgreementCache()
-    return cache
-
-
 def _load(session: Session, taxonomy: str | None, family: str | None, annotators: str | None,
           include_judges: bool, scope: Any = None) -> service.AgreementData:
     try:
@@ -105,10 +97,8 @@ def _load(session: Session, taxonomy: str | None, family: str | None, annotators
         "and `gwet_ac1`, each `{value, n_units, ci, reason?}` (`value` null with a `reason` when undefined), "
         "`prevalence` (share of marked cells), and `kappa_paradox` with `advice` (prevalence < 0.1 or > 0.9, "
         "percent >= 0.8 and Fleiss' kappa < 0.4: read AC1). Also `pairwise_cohen` (kappa between every two "
-        "annotators), `blame_agreement` and `evidence_overlap`. The answer is cached per data version: the "
-        "same request again is served from the cache until an annotation, label, gold label, run or user "
-        "changes. 403 for annotators under blind mode."),
-    responses={403: {"description": "blind mode"}, 422: {"description": "bad parameter; `detail` names it"}},
+        "annotators), `blame_agreement` and `evidence_overlap`. 403 for annotators under blind mode." + stored.DESCRIPTION),
+    responses={**stored.RESPONSES, 403: {"description": "blind mode"}, 422: {"description": "bad parameter; `detail` names it"}},
 )
 def agreement(
     request: Request, session: SessionDep, user: ApiUser,
@@ -119,15 +109,11 @@ def agreement(
     n_boot: NBootQuery = None, seed: SeedQuery = None, confidence: ConfidenceQuery = 0.95,
 ) -> dict[str, Any]:
     require_labels_visible(session, user, "agreement")
-    st, scope = study_scope(session, user, "agreement", study)
-    nb = _n_boot(request, n_boot)
-
-    def compute_payload() -> dict[str, Any]:
-        data = _load(session, taxonomy, family, annotators, include_judges, scope)
-        return service.agreement_payload(data, level=level, n_boot=nb, seed=seed or 0, confidence=confidence)
-
-    key = ("agreement", level, taxonomy, family, annotators, include_judges, nb, seed or 0, confidence, study_cache_key(st))
-    return _cache(request).get(session, key, compute_payload)
+    st, _ = study_scope(session, user, "agreement", study)
+    return stored.respond(request, session, user, "agreement", {"study": study_cache_key(st),
+        "level": level, "taxonomy": taxonomy, "family": family, "annotators": annotators,
+        "include_judges": include_judges, "n_boot": _n_boot(request, n_boot), "seed": seed or 0,
+        "confidence": confidence})
 
 
 @router.get(
@@ -136,8 +122,8 @@ def agreement(
         "For every annotator (humans and, by default, `judge:*`), over the runs it submitted that are "
         "adjudicated: Cohen's kappa and percent agreement with gold on the run x mode cells, and micro and "
         "per-mode precision, recall and F1 (null where a denominator is 0). `gold_origins` counts the "
-        "accepted gold labels by origin. 403 for annotators under blind mode."),
-    responses={403: {"description": "blind mode"}, 422: {"description": "bad parameter; `detail` names it"}},
+        "accepted gold labels by origin. 403 for annotators under blind mode." + stored.DESCRIPTION),
+    responses={**stored.RESPONSES, 403: {"description": "blind mode"}, 422: {"description": "bad parameter; `detail` names it"}},
 )
 def agreement_gold(
     request: Request, session: SessionDep, user: ApiUser,
@@ -147,15 +133,10 @@ def agreement_gold(
     n_boot: NBootQuery = None, seed: SeedQuery = None, confidence: ConfidenceQuery = 0.95,
 ) -> dict[str, Any]:
     require_labels_visible(session, user, "agreement")
-    st, scope = study_scope(session, user, "agreement", study)
-    nb = _n_boot(request, n_boot)
-
-    def compute_payload() -> dict[str, Any]:
-        data = _load(session, taxonomy, family, annotators, include_judges, scope)
-        return service.gold_payload(data, n_boot=nb, seed=seed or 0, confidence=confidence)
-
-    key = ("gold", taxonomy, family, annotators, include_judges, nb, seed or 0, confidence, study_cache_key(st))
-    return _cache(request).get(session, key, compute_payload)
+    st, _ = study_scope(session, user, "agreement", study)
+    return stored.respond(request, session, user, "agreement_gold", {"study": study_cache_key(st),
+        "taxonomy": taxonomy, "family": family, "annotators": annotators, "include_judges": include_judges,
+        "n_boot": _n_boot(request, n_boot), "seed": seed or 0, "confidence": confidence})
 
 
 @router.get(
@@ -191,8 +172,8 @@ def agreement_attribution(
         "`pairwise_cohen` (kappa between every two annotators, judges included), per judge the mean kappa "
         "with the humans beside the human-human baseline, `vs_gold` (every annotator against gold) and "
         "`vs_human_majority` (each judge against the strict majority of the human annotators of a run), "
-        "both with per-mode precision and recall. 403 for annotators under blind mode."),
-    responses={403: {"description": "blind mode"}, 422: {"description": "bad parameter; `detail` names it"}},
+        "both with per-mode precision and recall. 403 for annotators under blind mode." + stored.DESCRIPTION),
+    responses={**stored.RESPONSES, 403: {"description": "blind mode"}, 422: {"description": "bad parameter; `detail` names it"}},
 )
 def agreement_judges(
     request: Request, session: SessionDep, user: ApiUser,
@@ -200,13 +181,9 @@ def agreement_judges(
     n_boot: NBootQuery = None, seed: SeedQuery = None,
 ) -> dict[str, Any]:
     require_labels_visible(session, user, "agreement")
-    st, scope = study_scope(session, user, "agreement", study)
-    nb = _n_boot(request, n_boot)
-
-    def compute_payload() -> dict[str, Any]:
-        return service.judges_payload(_load(session, taxonomy, family, None, True, scope), n_boot=nb, seed=seed or 0)
-
-    return _cache(request).get(session, ("judges", taxonomy, family, nb, seed or 0, study_cache_key(st)), compute_payload)
+    st, _ = study_scope(session, user, "agreement", study)
+    return stored.respond(request, session, user, "agreement_judges", {"study": study_cache_key(st),
+        "taxonomy": taxonomy, "family": family, "n_boot": _n_boot(request, n_boot), "seed": seed or 0})
 
 
 @router.get(

@@ -94,6 +94,15 @@ class Settings(BaseSettings):
     job_stale_seconds: float = Field(60.0, gt=0)
     #: POST /api/v1/imports waits this long for its import job before answering 202 with the job.
     import_wait_seconds: float = Field(30.0, ge=0)
+    #: GET /api/v1/exports/hf.zip waits this long for its export job before answering 202 with the job.
+    export_wait_seconds: float = Field(30.0, ge=0)
+    #: POST /api/v1/detectors/run waits this long for its detect job before answering 202 with the job.
+    detect_wait_seconds: float = Field(30.0, ge=0)
+    #: Stored results (agreement, reports; app/results): a first request with nothing stored
+    #: computes inline when the data hold at most this many runs + labels, else enqueues a job.
+    results_inline_rows: int = Field(50_000, ge=0)
+    #: ... and waits this long for that job before answering 202 with its Location.
+    results_wait_seconds: float = Field(10.0, ge=0)
     #: Input limits, enforced while parsing (app/ingest/safety/limits.py, app/ingest/safety/safejson.py); a breach
     #: rejects the run, line or file with an error naming file, line and field (4xx on the API).
     #: Deepest nesting of arrays/objects in one run, line or document (at most 500).

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Depends, HTTPException, Query
+from fastapi import APIRouter, Depends, HTTPException, Query, Request
+from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 
 from app.annotations.http import JsonErrorRoute, api_csrf
@@ -45,18 +46,39 @@ class RunIn(BaseModel):
     study: str | None = Field(None, description="Only this study's runs (name or id); open to its leads.")
 
 
-@router.post("/run", summary="Run the detectors", responses=ERRORS,
+@router.post("/run", summary="Run the detectors (a background job)",
+             responses={**ERRORS, 202: {"description": "the detect job is queued or running: `{job}`, "
+                                                       "`Location: /api/v1/jobs/{id}`; its `result` is the summary"}},
              description="Stores each detector's labels as annotator `detector:<name>`, replacing its previous "
                          "labels on those runs (other annotations untouched). A detector that fails on a run is "
-                         "listed in `errors` and the others go on.")
-def run_detectors(body: RunIn, session: SessionDep, user: ApiUser) -> dict[str, Any]:
+                         "listed in `errors` and the others go on. Runs as a background job (kind `detect`, with "
+                         "progress in runs): the answer is the summary when the job ends within "
+                         "DETECT_WAIT_SECONDS (header `Content-Location` names the job); otherwise, or with "
+                         "`Prefer: respond-async`, 202 with `Location` of the job. A job that fails within the "
+                         "wait (unknown detector or run) answers 422.")
+def run_detectors(body: RunIn, request: Request, session: SessionDep, user: ApiUser) -> Any:
     from app.api.deps import study_scope
+    from app.core.config import get_settings
+    from app.jobs import service as jobs
 
-    _, scope = study_scope(session, user, "detect", body.study)
-    try:
-        return det.detect_all(session, only=body.only, run_ids=body.run_ids, scope=scope).to_dict()
+    st, _ = study_scope(session, user, "detect", body.study)
+
+    try:  # names and runs checked here, so a typo is a 422 at once, not a failed job
+        det.select_detectors(det.registry(), body.only)
     except det.DetectError as exc:
         raise HTTPException(422, str(exc)) from None
+    job = jobs.submit(session, "detect", {"only": body.only, "run_ids": body.run_ids,
+                                          "study": None if st is None else st.id}, user.id)
+    respond_async = "respond-async" in request.headers.get("prefer", "").lower()
+    engine = session.get_bind()
+    job = jobs.wait_for(engine, job.id, 0.0 if respond_async else get_settings().detect_wait_seconds)
+    location = f"/api/v1/jobs/{job.id}"
+    if not respond_async and job.state == "done":
+        return JSONResponse(job.result, headers={"Content-Location": location})
+    if not respond_async and job.state in ("failed", "cancelled"):
+        detail = (job.error or job.state).removeprefix("DetectError: ")
+        return JSONResponse({"detail": detail, "job": location}, status_code=422, headers={"Location": location})
+    return JSONResponse({"job": jobs.payload(job)}, status_code=202, headers={"Location": location})
 
 
 @router.get("/scores", summary="Detector scores against truth or gold", responses=SCORE_ERRORS,

@@ -7,15 +7,17 @@ admins always; annotators once an admin reveals labels). Registered before the o
 from __future__ import annotations
 
 import shutil
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import APIRouter, HTTPException, Query, Request
-from fastapi.responses import FileResponse, StreamingResponse
+from fastapi.responses import FileResponse, JSONResponse
+from sqlmodel import Session
 from starlette.background import BackgroundTask
-from starlette.concurrency import run_in_threadpool
 
 from app.annotations.http import JsonErrorRoute
 from app.api.deps import ApiUser, SessionDep
+from app.auth.models import User
+from app.core.config import get_settings
 
 router = APIRouter(prefix="/api/v1/exports", tags=["exports"], route_class=JsonErrorRoute)
 
@@ -32,23 +34,55 @@ _BLIND = ("blind mode: this export holds every annotator's labels; it is open to
         "its features (every column and type), then the schema, the taxonomy versions and the label "
         "provenance (human, judge, adjudicated). Loads offline with `datasets.load_dataset(\"parquet\", "
         "data_dir=...)` or pandas. The demo corpus's seeded truth goes to admins only. 403 for annotators "
-        "under blind mode."),
+        "under blind mode. The zip is built by a background job (kind `export_hf`, with progress): the answer "
+        "is the file when the job ends within EXPORT_WAIT_SECONDS; otherwise, or with `Prefer: respond-async`, "
+        "202 with `Location` of the job, whose file is then `GET /api/v1/jobs/{id}/file`."),
     response_class=FileResponse,
-    responses={200: {"description": "the zip", "content": {"application/zip": {}}},
-               403: {"description": "blind mode"}},
+    responses={200: {"description": "the zip (header `Content-Location` names its job)",
+                     "content": {"application/zip": {}}},
+               202: {"description": "the export job is queued or running: `{job}`, `Location: /api/v1/jobs/{id}`; "
+                                    "download from `GET /api/v1/jobs/{id}/file` once it is done"},
+               403: {"description": "blind mode"},
+               422: {"description": "the export job failed or was cancelled within the wait"}},
 )
-async def export_hf_zip(request: Request, session: SessionDep, user: ApiUser) -> FileResponse:
+def export_hf_zip(request: Request, session: SessionDep, user: ApiUser) -> Any:
     from app.annotations.blind import labels_visible_to
-    from app.exports.hf import hf_zip
-    from app.exports.service import ExportOptions
 
     if not labels_visible_to(session, user):
         raise HTTPException(403, _BLIND)
-    opts = ExportOptions(threshold=request.app.state.settings.success_threshold,
-                         strip_demo_truth=user.role != "admin")
-    path = await run_in_threadpool(hf_zip, request.app.state.engine, opts)
-    return FileResponse(path, media_type="application/zip", filename="a2annotate-hf.zip",
-                        background=BackgroundTask(shutil.rmtree, path.parent, True))
+    return _file_job(request, session, user, "export_hf", {
+        "threshold": request.app.state.settings.success_threshold, "strip_demo_truth": user.role != "admin"},
+        "a2annotate-hf.zip", "application/zip")
+
+
+def _file_job(request: Request, session: Session, user: User, kind: str, params: dict[str, Any], filename: str,
+              media_type: str) -> Any:
+    """Run the export job ``kind`` and answer with its file when it ends within
+    EXPORT_WAIT_SECONDS (removed once sent), else 202 with the job (`Prefer: respond-async`: always)."""
+    from app.core.scratch import job_dir
+    from app.jobs import service as jobs
+    from app.jobs.models import Job
+    from app.jobs.queue import send
+
+    engine = request.app.state.engine
+    job_id = jobs.new_id()
+    folder = job_dir(job_id)
+    session.add(Job(id=job_id, kind=kind, params={**params, "folder": str(folder)}, user_id=user.id))
+    session.commit()
+    send(job_id, engine=engine)
+    respond_async = "respond-async" in request.headers.get("prefer", "").lower()
+    job = jobs.wait_for(engine, job_id, 0.0 if respond_async else get_settings().export_wait_seconds)
+    location = f"/api/v1/jobs/{job_id}"
+    if respond_async:
+        return JSONResponse({"job": jobs.payload(job)}, status_code=202, headers={"Location": location})
+    if job.state == "done":  # within the wait: the file itself, as before the job system
+        return FileResponse(job.result["file"], media_type=media_type, filename=filename,
+                            headers={"Content-Location": location},
+                            background=BackgroundTask(shutil.rmtree, folder, True))
+    if job.state in ("failed", "cancelled"):
+        return JSONResponse({"detail": f"the export {job.state}: {job.error}", "job": location}, status_code=422,
+                            headers={"Location": location})
+    return JSONResponse({"job": jobs.payload(job)}, status_code=202, headers={"Location": location})
 
 
 @router.get(
@@ -59,27 +93,32 @@ async def export_hf_zip(request: Request, session: SessionDep, user: ApiUser) ->
         "`annotator` (default `judge:mast-llm`) or imported from a MAD full file; `mast_annotation` is 1 for "
         "each marked mode, 0 for the others, null where the annotator made no annotation. Runs imported "
         "from MAD keep their fields and trajectory text, so the file imports back to the same runs and "
-        "labels (`POST /api/v1/imports`). 403 for annotators under blind mode."),
-    response_class=StreamingResponse,
-    responses={200: {"description": "the JSON array, streamed", "content": {"application/json": {}}},
-               403: {"description": "blind mode"}, 422: {"description": "unknown taxonomy"}},
+        "labels (`POST /api/v1/imports`). 403 for annotators under blind mode. Written by a background job (kind "
+        "`export_mad`): the answer is the file when the job ends within EXPORT_WAIT_SECONDS; otherwise, or with "
+        "`Prefer: respond-async`, 202 with `Location` of the job, whose file is then `GET /api/v1/jobs/{id}/file`."),
+    response_class=FileResponse,
+    responses={200: {"description": "the JSON array (header `Content-Location` names its job)",
+                     "content": {"application/json": {}}},
+               202: {"description": "the export job is queued or running: `{job}`, `Location: /api/v1/jobs/{id}`; "
+                                    "download from `GET /api/v1/jobs/{id}/file` once it is done"},
+               403: {"description": "blind mode"},
+               422: {"description": "unknown taxonomy, or the export job failed or was cancelled within the wait"}},
 )
 def export_mad_json(
     request: Request, session: SessionDep, user: ApiUser,
     annotator: Annotated[str, Query(description="Whose labels fill `mast_annotation`.")] = "judge:mast-llm",
     taxonomy: Annotated[str | None, Query(description="MAST taxonomy version (`mast`, `mast@1`); default latest mast.")] = None,
-) -> StreamingResponse:
+) -> Any:
     from app.annotations.blind import labels_visible_to
-    from app.exports.mad import FILE_NAME, mad_json_stream
+    from app.exports.mad import FILE_NAME
     from app.taxonomies.service import resolve
 
     if not labels_visible_to(session, user):
         raise HTTPException(403, _BLIND)
     if resolve(session, taxonomy or "mast") is None:
         raise HTTPException(422, f"taxonomy: unknown taxonomy {taxonomy!r}")
-    return StreamingResponse(mad_json_stream(request.app.state.engine, annotator=annotator, taxonomy=taxonomy),
-                             media_type="application/json",
-                             headers={"Content-Disposition": f'attachment; filename="{FILE_NAME}"'})
+    return _file_job(request, session, user, "export_mad", {"annotator": annotator, "taxonomy": taxonomy},
+                     FILE_NAME, "application/json")
 
 
 @router.get(

@@ -19,6 +19,7 @@ from __future__ import annotations
 import shutil
 import tempfile
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -177,12 +178,21 @@ def export_hf(engine, out_dir: str | Path, opts: ExportOptions | None = None,
     return written
 
 
-def hf_zip(engine, opts: ExportOptions | None = None) -> Path:
-    """Builds the folder in a temporary directory and returns the path of a zip of it (the caller
-    deletes the zip's parent directory, ``path.parent``)."""
-    work = Path(tempfile.mkdtemp(prefix="a2annotate-hfzip-"))
+def hf_zip(engine, opts: ExportOptions | None = None, work_dir: str | Path | None = None,
+           progress: Callable[[int, int | None], None] | None = None) -> Path:
+    """Builds the folder in ``work_dir`` (default a new temporary directory) and returns the path of
+    a zip of it (the caller deletes the zip's parent directory, ``path.parent``). ``progress(done,
+    total)`` is told of its three steps: the shards, the zip, done."""
+    work = Path(work_dir) if work_dir is not None else Path(tempfile.mkdtemp(prefix="a2annotate-hfzip-"))
+    work.mkdir(parents=True, exist_ok=True)
     folder = work / "dataset"
+    if progress:
+        progress(0, 3)
     export_hf(engine, folder, opts)
+    if progress:
+        progress(1, 3)
     archive = shutil.make_archive(str(work / "a2annotate-hf"), "zip", root_dir=folder)
     shutil.rmtree(folder)
+    if progress:
+        progress(2, 3)
     return Path(archive)

@@ -72,3 +72,77 @@ def run_judge(ctx: JobContext) -> dict[str, Any]:
     if stopped:
         raise stopped[0]
     return result.to_dict()
+
+
+@handler("result", description="Compute an agreement or report result and store it for every process.")
+def run_result(ctx: JobContext) -> dict[str, Any]:
+    """Compute a stored result (agreement, reports; app.results): `{kind, key, data_version, computed_at, ...}`."""
+    from app.results.service import compute_and_store
+
+    ctx.progress(0, 1)
+    out = compute_and_store(ctx.engine, ctx.params["kind"], ctx.params["params"])
+    ctx.progress(1, 1)
+    return out
+
+
+@handler("export_hf", description="Build the Hugging Face datasets zip (GET /api/v1/exports/hf.zip).")
+def run_export_hf(ctx: JobContext) -> dict[str, Any]:
+    """Build the Hugging Face datasets zip into the job's folder: `{file, filename, media_type, size}`,
+    downloaded from GET /api/v1/jobs/{id}/file."""
+    from app.exports.hf import hf_zip
+    from app.exports.service import ExportOptions
+
+    p = ctx.params
+    opts = ExportOptions(threshold=p["threshold"], strip_demo_truth=bool(p["strip_demo_truth"]))
+    path = hf_zip(ctx.engine, opts, work_dir=p["folder"], progress=ctx.progress)
+    ctx.progress(3, 3)
+    return {"file": str(path), "filename": "a2annotate-hf.zip", "media_type": "application/zip",
+            "size": path.stat().st_size}
+
+
+@handler("export_mad", description="Write the MAD-shaped JSON of the MAST-labelled runs (GET /api/v1/exports/mad.json).")
+def run_export_mad(ctx: JobContext) -> dict[str, Any]:
+    """Write the MAD JSON into the job's folder: `{file, filename, media_type, size}`; progress counts records."""
+    from app.exports.mad import FILE_NAME, mad_json_stream
+
+    p = ctx.params
+    path = Path(p["folder"]) / FILE_NAME
+    chunks = 0
+    with open(path, "wb") as out:
+        for chunk in mad_json_stream(ctx.engine, annotator=p["annotator"], taxonomy=p.get("taxonomy")):
+            out.write(chunk.encode() if isinstance(chunk, str) else chunk)
+            chunks += 1
+            ctx.progress(chunks, None)
+    return {"file": str(path), "filename": FILE_NAME, "media_type": "application/json",
+            "size": path.stat().st_size}
+
+
+@handler("detect", description="Run the detectors on stored runs (POST /api/v1/detectors/run).")
+def run_detect(ctx: JobContext) -> dict[str, Any]:
+    """Run the detectors: the summary `{runs, labels, flagged_runs, errors, problems}`. Committed every
+    200 runs; stopped half way, a run's detector labels are either all replaced or untouched, and a
+    re-run replaces them again (idempotent)."""
+    from sqlalchemy import func, select
+    from sqlmodel import Session
+
+    from app.detectors import service as det
+    from app.runs.models import Run
+
+    p = ctx.params
+    with Session(ctx.engine) as s:
+        run_ids = p.get("run_ids")
+        scope = None
+        if p.get("study") is not None:  # a study's runs only (its lead may run detectors there)
+            from app.studies.models import Study
+            from app.studies.service import study_run_ids
+
+            scope = study_run_ids(s, s.get(Study, int(p["study"])))
+        count = select(func.count()).select_from(Run)
+        if scope is not None:
+            count = count.where(Run.id.in_(scope))
+        total = len(run_ids) if run_ids is not None else s.execute(count).scalar()
+        ctx.progress(0, total)
+        summary = det.detect_all(s, only=p.get("only"), run_ids=run_ids, scope=scope,
+                                 progress=lambda sm: ctx.progress(sm.runs + len({e["run_id"] for e in sm.errors
+                                                                                 if e["detector"] == "*"}), total))
+    return summary.to_dict()

@@ -5,9 +5,11 @@ and admins.
 """
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, HTTPException, Query
+from fastapi.responses import FileResponse
 from pydantic import BaseModel, Field
 
 from app.annotations.http import JsonErrorRoute
@@ -86,3 +88,25 @@ def cancel_as(session, user: User, job_id: str) -> Job:
         return service.request_cancel(session, job_id)
     except service.JobError as exc:
         raise HTTPException(409, str(exc)) from None
+
+
+@router.get("/{job_id}/file", summary="The file a finished job made (an export), as a download",
+            response_class=FileResponse,
+            responses={200: {"description": "the file", "content": {"application/zip": {}}},
+                       404: {"description": "no such job, or neither yours nor are you an admin"},
+                       409: {"description": "the job is not done, or makes no file"},
+                       410: {"description": "the file was already downloaded within the request's wait, or removed"}})
+def get_job_file(job_id: str, session: SessionDep, user: ApiUser) -> FileResponse:
+    """Who may download it: the job's owner and admins (an export made for an admin holds what only
+    admins see, the demo corpus's seeded truth)."""
+    job = service.get_job(session, job_id)
+    if job is None or not may_cancel(user, job):
+        raise HTTPException(404, f"no job {job_id!r}")
+    result = job.result if isinstance(job.result, dict) else {}
+    if job.state != "done" or "file" not in result:
+        raise HTTPException(409, f"job {job_id} is {job.state}" + ("" if job.state != "done" else " and made no file"))
+    path = Path(result["file"])
+    if not path.is_file():
+        raise HTTPException(410, f"the file of job {job_id} is gone")
+    return FileResponse(path, media_type=result.get("media_type", "application/octet-stream"),
+                        filename=result.get("filename", path.name))

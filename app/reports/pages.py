@@ -172,15 +172,30 @@ def _heat(value: Any, rgb: tuple[int, int, int] = (179, 38, 30), scale: float = 
 
 
 def _page_context(request: Request, session: Session, p: Params) -> dict[str, Any]:
-    data = _load(request, session, p)
-    outcomes = service.outcomes_payload(data, p.by, p.source)
+    """The page's data, from the stored result (app/results) of these parameters; ``pending``
+    (a job id) while a job computes it."""
+    from app.api.deps import study_cache_key
+    from app.results import service as stored
+
+    try:
+        got = stored.get_result(session, "reports_page", stored.with_query(
+            {"by": p.by, "source": p.source, "taxonomy": p.taxonomy, "family": p.family, "crossplay": p.crossplay,
+             "threshold": float(request.app.state.settings.success_threshold),
+             "study": study_cache_key(getattr(p, "study", None))},
+            request.query_params, ignore=("min_runs", "sort", "dir")), user_id=None)
+    except stored.ResultFailed as exc:
+        raise service.ReportError("report", str(exc)) from None
+    if got.state == "pending":
+        return {"pending": got.job_id}
+    d = got.payload
+    outcomes = dict(d["outcomes"])
     outcomes["rows"], hidden = select_rows(outcomes["rows"], outcomes["columns"], p)
     keys = _key_columns(outcomes["columns"])
-    cat_names = _category_names(data)
+    cat_names = d["cat_names"]
     cat_cols = [c for c in outcomes["columns"] if c.startswith("cat:")]
     mode_cols = [c for c in outcomes["columns"] if c.startswith("mode:")]
 
-    prev_columns, prev_rows = prevalence_table(data, p.source)
+    prev_columns, prev_rows = d["prevalence"]["columns"], d["prevalence"]["rows"]
     prev_cats = [c for c in prev_columns if c.startswith("cat:")]
     bar = charts.bar_chart(
         [r["model"] for r in prev_rows],
@@ -205,7 +220,7 @@ def _page_context(request: Request, session: Session, p: Params) -> dict[str, An
                     "(circle) and whose own principal succeeded (square).",
     )
 
-    cp = service.crossplay_payload(data, p.crossplay)
+    cp = d["crossplay"]
     m = cp["matrix"]
     heat = charts.heatmap(
         m["rows"], m["cols"], m["values"],
@@ -217,17 +232,17 @@ def _page_context(request: Request, session: Session, p: Params) -> dict[str, An
         scale="sequential",
     )
 
-    blind = service.blind_spots_payload(data, p.source)
+    blind = d["blind"]
     q = p.query()
     return {
         "p": p, "query": q, "options": service.filter_options(session), "by_choices": service.OUTCOME_BY,
         "outcomes": outcomes, "keys": keys, "cat_cols": cat_cols, "mode_cols": mode_cols, "cat_names": cat_names,
-        "mode_names": {m["code"]: m.get("name", m["code"]) for m in data.taxonomy.definition.get("modes") or []},
+        "mode_names": d["mode_names"], "computed_at": got.computed_at, "stale": got.stale,
         "bar_svg": Markup(bar), "dumbbell_svg": Markup(dumbbell), "heatmap_svg": Markup(heat),
         "dumbbell_note": (f"Showing the {len(shown)} largest of {len(rows)} groups." if len(shown) < len(rows) else ""),
         "crossplay": cp, "blind": blind, "blind_rows": blind["runs"][:MAX_BLIND_SPOT_ROWS],
         "blind_first": BLIND_SPOT_FIRST,
-        "heat": _heat, "n_runs": len(data.runs), "hidden_groups": hidden,
+        "heat": _heat, "n_runs": d["n_runs"], "hidden_groups": hidden,
     }
 
 
@@ -247,6 +262,11 @@ def reports_page(
         ctx["switcher"] = study_switcher(session, user, "reports", p.study)
     except service.ReportError as exc:
         return render(request, "reports/index.html", status_code=422, error=str(exc), p=None,
+                      options=service.filter_options(session), by_choices=service.OUTCOME_BY)
+    if "pending" in ctx:
+        return render(request, "reports/index.html", status_code=202, p=None,
+                      error=f"The reports are being computed in the background (job {ctx['pending']}); "
+                            "reload this page in a moment.",
                       options=service.filter_options(session), by_choices=service.OUTCOME_BY)
     return render(request, "reports/index.html", error=None, **ctx)
 

@@ -8,13 +8,13 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, HTTPException, Query, Request
+from fastapi import APIRouter, Query, Request
 from pydantic import BaseModel, Field
-from sqlmodel import Session
 
 from app.annotations.http import JsonErrorRoute
-from app.api.deps import ApiUser, SessionDep, StudyQuery, require_labels_visible, study_scope
-from app.reports import service
+from app.api.deps import ApiUser, SessionDep, StudyQuery, require_labels_visible, study_cache_key, study_scope
+from app.reports import service  # noqa: F401
+from app.results import http as stored
 
 router = APIRouter(prefix="/api/v1/reports", tags=["reports"], route_class=JsonErrorRoute)
 
@@ -27,12 +27,18 @@ TaxonomyQuery = Annotated[str | None, Query(
 FamilyQuery = Annotated[str | None, Query(description="Only runs of this scenario family.")]
 
 
+class StoredFields(BaseModel):
+    computed_at: str | None = Field(None, description="When this result was computed (ISO 8601, UTC).")
+    stale: bool = Field(False, description="True when the data changed since: `recompute_job` refreshes it.")
+    recompute_job: str | None = Field(None, description="The job recomputing a stale result, else null.")
+
+
 class Table(BaseModel):
     columns: list[str]
     rows: list[dict[str, Any]]
 
 
-class OutcomeReport(BaseModel):
+class OutcomeReport(StoredFields):
     by: str = Field(description="The grouping.")
     unit: str = Field(description="What a group counts: `agent-run` (agent, model, harness) or `principal-run`.")
     label_source: str = Field(description="Which labels were used, e.g. `gold for 2 runs, human majority for 3 "
@@ -46,7 +52,7 @@ class OutcomeReport(BaseModel):
     rows: list[dict[str, Any]] = Field(description="One per group; rates in [0, 1], null when undefined.")
 
 
-class BlindSpotReport(BaseModel):
+class BlindSpotReport(StoredFields):
     label_source: str
     threshold: float
     taxonomy: str
@@ -63,7 +69,7 @@ class Matrix(BaseModel):
     values: list[list[float | None]]
 
 
-class CrossplayReport(BaseModel):
+class CrossplayReport(StoredFields):
     by: str
     threshold: float
     family: str | None = None
@@ -73,14 +79,8 @@ class CrossplayReport(BaseModel):
 
 
 
-def _data(request: Request, session: Session, taxonomy: str | None, family: str | None,
-          with_labels: bool = True, scope: Any = None) -> service.ReportData:
-    threshold = request.app.state.settings.success_threshold
-    try:
-        return service.load_report_data(session, threshold=threshold, taxonomy=taxonomy, family=family,
-                                        with_labels=with_labels, scope=scope)
-    except service.ReportError as exc:
-        raise HTTPException(422, str(exc)) from None
+def _threshold(request: Request) -> float:
+    return float(request.app.state.settings.success_threshold)
 
 
 @router.get(
@@ -93,8 +93,8 @@ def _data(request: Request, session: Session, taxonomy: str | None, family: str 
         "mean principal score and metrics, and per failure category / mode the share of labelled units "
         "with such a label (`cat:DD`, `mode:DD1`). `by=agent|model|harness` counts agent-runs (a label "
         "counts for the agent it names); `principal|family|alignment|scenario` counts principal-runs. "
-        "`label_source` says which labels were used. 403 for annotators under blind mode."),
-    responses={403: {"description": "blind mode"}, 422: {"description": "bad parameter; `detail` names it"}},
+        "`label_source` says which labels were used. 403 for annotators under blind mode." + stored.DESCRIPTION),
+    responses={**stored.RESPONSES, 403: {"description": "blind mode"}, 422: {"description": "bad parameter; `detail` names it"}},
 )
 def outcomes(
     request: Request, session: SessionDep, user: ApiUser,
@@ -104,12 +104,9 @@ def outcomes(
     study: StudyQuery = None,
 ) -> dict[str, Any]:
     require_labels_visible(session, user, "reports")
-    _, scope = study_scope(session, user, "reports", study)
-    data = _data(request, session, taxonomy, family, scope=scope)
-    try:
-        return service.outcomes_payload(data, by, source)
-    except service.ReportError as exc:
-        raise HTTPException(422, str(exc)) from None
+    st, _ = study_scope(session, user, "reports", study)
+    return stored.respond(request, session, user, "report_outcomes", {"study": study_cache_key(st),
+        "by": by, "source": source, "taxonomy": taxonomy, "family": family, "threshold": _threshold(request)})
 
 
 @router.get(
@@ -120,8 +117,8 @@ def outcomes(
         "least one principal's own outcome failed or a failure mode was labelled (with the labels chosen "
         "by `source`), each with `reasons` (`principal buyer failed (score 0.20)`, `labelled CF3 "
         "(buyer_agent)`), plus the blind-spot rate (blind-spot runs / aggregate-success runs) per family, "
-        "model and alignment. 403 for annotators under blind mode."),
-    responses={403: {"description": "blind mode"}, 422: {"description": "bad parameter; `detail` names it"}},
+        "model and alignment. 403 for annotators under blind mode." + stored.DESCRIPTION),
+    responses={**stored.RESPONSES, 403: {"description": "blind mode"}, 422: {"description": "bad parameter; `detail` names it"}},
 )
 def blind_spots(
     request: Request, session: SessionDep, user: ApiUser,
@@ -129,12 +126,9 @@ def blind_spots(
     study: StudyQuery = None,
 ) -> dict[str, Any]:
     require_labels_visible(session, user, "reports")
-    _, scope = study_scope(session, user, "reports", study)
-    data = _data(request, session, taxonomy, family, scope=scope)
-    try:
-        return service.blind_spots_payload(data, source)
-    except service.ReportError as exc:
-        raise HTTPException(422, str(exc)) from None
+    st, _ = study_scope(session, user, "reports", study)
+    return stored.respond(request, session, user, "report_blind_spots", {"study": study_cache_key(st),
+        "source": source, "taxonomy": taxonomy, "family": family, "threshold": _threshold(request)})
 
 
 @router.get(
@@ -144,8 +138,8 @@ def blind_spots(
         "For runs of mixed or competitive alignment between agents of different principals: one cell per "
         "ordered pairing (side a's model vs side b's model, or harness) with each side's mean principal "
         "score and success rate over the observations, and the `value` column as a square matrix (rows: "
-        "side a, columns: side b; null where never played). Uses outcomes only, no labels."),
-    responses={422: {"description": "bad parameter; `detail` names it"}},
+        "side a, columns: side b; null where never played). Uses outcomes only, no labels." + stored.DESCRIPTION),
+    responses={**stored.RESPONSES, 422: {"description": "bad parameter; `detail` names it"}},
 )
 def crossplay(
     request: Request, session: SessionDep, user: ApiUser,
@@ -154,6 +148,6 @@ def crossplay(
                      Query(description="The cell column shown in `matrix`.")] = "a_mean_score",
     family: FamilyQuery = None, study: StudyQuery = None,
 ) -> dict[str, Any]:
-    _, scope = study_scope(session, user, "reports", study)
-    data = _data(request, session, None, family, with_labels=False, scope=scope)
-    return service.crossplay_payload(data, by, value)
+    st, _ = study_scope(session, user, "reports", study)
+    return stored.respond(request, session, user, "report_crossplay", {"study": study_cache_key(st),
+        "by": by, "value": value, "family": family, "threshold": _threshold(request)})

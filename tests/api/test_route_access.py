@@ -154,6 +154,7 @@ ROUTES: dict[tuple[str, str], Case] = {
     ("POST", "/api/v1/jobs/{job_id}/cancel"): Case("/api/v1/jobs/nope/cancel", USER, ok=404),
     ("GET", "/jobs"): Case("/jobs", USER),
     ("POST", "/jobs/{job_id}/cancel"): Case("/jobs/nope/cancel", USER, ok=404),
+    ("GET", "/api/v1/jobs/{job_id}/file"): Case("/api/v1/jobs/nope/file", USER, ok=404),
     ("POST", "/api/v1/detectors/run"): Case("/api/v1/detectors/run", ADMIN, send={"json": {"only": ["leak"]}}),
     ("GET", "/api/v1/detectors/scores"): Case("/api/v1/detectors/scores?reference=gold&n_boot=10", REVIEWER),
     ("GET", "/admin/detectors"): Case("/admin/detectors", ADMIN),

@@ -81,3 +81,27 @@ def test_rest_hf_zip_and_blind_mode(client, engine):
     assert client.get("/api/v1/exports/hf.zip", headers=client.hdr["annotator"]).status_code == 403
     # the one-table route still serves its tables
     assert client.get("/api/v1/exports/runs.csv", headers=client.hdr["admin"]).status_code == 200
+
+
+def test_rest_hf_zip_as_a_job_with_its_file(client, engine):
+    """`Prefer: respond-async`: 202 with the job; the job's progress and file; who may download it."""
+    with open(DATA / "MAD_full_dataset.json", "rb") as f:
+        assert client.post("/api/v1/imports", files={"file": ("MAD_full_dataset.json", f)},
+                           headers=client.hdr["admin"]).json()["imported"] == 8
+    res = client.get("/api/v1/exports/hf.zip", headers={**client.hdr["admin"], "Prefer": "respond-async"})
+    assert res.status_code == 202, res.text
+    job_id = res.json()["job"]["id"]
+    assert res.headers["Location"] == f"/api/v1/jobs/{job_id}"
+    job = client.get(f"/api/v1/jobs/{job_id}", headers=client.hdr["admin"]).json()
+    assert job["kind"] == "export_hf" and job["state"] == "done"  # the tests' immediate broker ran it
+    assert job["progress"] == {"done": 3, "total": 3} and job["result"]["filename"] == "a2annotate-hf.zip"
+    got = client.get(f"/api/v1/jobs/{job_id}/file", headers=client.hdr["admin"])
+    assert got.status_code == 200 and got.headers["content-type"] == "application/zip"
+    assert 'filename="a2annotate-hf.zip"' in got.headers["content-disposition"]
+    with zipfile.ZipFile(io.BytesIO(got.content)) as z:
+        assert len(pd.read_parquet(io.BytesIO(z.read(f"data/runs/{SHARD}")))) == 8
+    # the admin's export (it may hold the demo truth) is the admin's: others get 404
+    assert client.get(f"/api/v1/jobs/{job_id}/file", headers=client.hdr["annotator"]).status_code == 404
+    # a job that makes no file
+    imports = client.get("/api/v1/jobs", params={"kind": "import"}, headers=client.hdr["admin"]).json()
+    assert client.get(f"/api/v1/jobs/{imports[0]['id']}/file", headers=client.hdr["admin"]).status_code == 409

@@ -212,6 +212,14 @@ def test_rest_mad_json_matches_cli_export_and_blind_mode_refuses_annotators(clie
     run_cli("export", "--format", "mad", "--out", tmp_path)
     assert res.json() == json.loads((tmp_path / "MAD_full_dataset.json").read_text())
     assert client.get("/api/v1/exports/mad.json", headers=client.hdr["annotator"]).status_code == 403
+    assert res.headers["Content-Location"].startswith("/api/v1/jobs/")  # written by an export_mad job
+    # asked for asynchronously: 202, then the same file from the job
+    late = client.get("/api/v1/exports/mad.json", headers={**client.hdr["admin"], "Prefer": "respond-async"})
+    assert late.status_code == 202, late.text
+    job = client.get(late.headers["Location"], headers=client.hdr["admin"]).json()
+    assert job["kind"] == "export_mad" and job["state"] == "done" and job["progress"]["done"] >= 2
+    got = client.get(late.headers["Location"] + "/file", headers=client.hdr["admin"])
+    assert got.status_code == 200 and got.json() == res.json()
 
 
 def test_other_log_variants_magentic_one_lines_and_ag2_console():

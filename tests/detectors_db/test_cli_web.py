@@ -149,8 +149,16 @@ def test_rest_api(site):
     assert {d["name"]: d["mode"] for d in lst["detectors"]}["leak"] == "CF1"
     r = c.post("/api/v1/detectors/run", json={"only": ["leak"], "run_ids": ["r1"]}, headers=h)
     assert r.status_code == 200 and r.json()["labels"] == {"leak": 1} and r.json()["runs"] == 1
+    assert r.headers["Content-Location"].startswith("/api/v1/jobs/")  # it ran as a detect job
     r = c.post("/api/v1/detectors/run", json={"only": ["zzz"]}, headers=h)
     assert r.status_code == 422 and "unknown detector 'zzz'" in r.json()["detail"]
+    r = c.post("/api/v1/detectors/run", json={"run_ids": ["nope"]}, headers=h)  # fails inside the job
+    assert r.status_code == 422 and "no run 'nope'" in r.json()["detail"] and r.json()["job"]
+    r = c.post("/api/v1/detectors/run", json={"only": ["leak"]}, headers={**h, "Prefer": "respond-async"})
+    assert r.status_code == 202
+    job = c.get(r.headers["Location"], headers=h).json()
+    assert job["kind"] == "detect" and job["state"] == "done" and job["result"]["labels"] == {"leak": 1}
+    assert job["progress"]["done"] == job["progress"]["total"] == job["result"]["runs"]
     assert c.post("/api/v1/detectors/run", json={}, headers={"Authorization": f"Bearer {tok_alice}"}).status_code == 403
     r = c.get("/api/v1/detectors/scores?n_boot=10&level=agent", headers=h)
     assert r.status_code == 200 and r.json()["sources"][0]["source"] == "detector:leak"

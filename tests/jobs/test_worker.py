@@ -89,3 +89,39 @@ def test_cpu_budget_stops_an_import_and_keeps_whole_runs(api, workers, engine):
     assert len(part) < len(expected)
     assert all(part[rid] == expected[rid] for rid in part)
     assert Counter(part.values()) <= Counter(expected.values())
+
+
+def test_a_worker_process_refreshes_a_stale_agreement(jobs_env, workers, engine):
+    """The stored agreement goes stale on a label save; the `result` job is run by a real worker
+    process (its own engine), and the app then serves the refreshed result without computing."""
+    from app.annotations.service import save_annotation
+    from app.auth.service import create_token, get_user
+    from app.jobs.service import wait_for
+    from app.main import create_app
+    from app.results.service import COMPUTATIONS
+    from app.taxonomies.service import latest
+    from tests.agreement_db import _hand
+
+    with Session(engine) as s:
+        _hand.build(s)
+        tok = create_token(s, get_user(s, "rev"))
+        s.commit()
+    api = TestClient(create_app(engine))
+    api.headers["Authorization"] = f"Bearer {tok}"
+    params = {"n_boot": 10, "seed": 1}
+    first = api.get("/api/v1/agreement", params=params).json()
+    with Session(engine) as s:
+        run = s.execute(select(Run).where(Run.run_id == "r2")).scalar_one()
+        save_annotation(s, get_user(s, "b"), run, latest(s, "a2-failures"),
+                        [{"mode": "CF1", "agent": "buyer_agent", "evidence": [1]}], status="submitted")
+        s.commit()
+    stale = api.get("/api/v1/agreement", params=params).json()
+    assert stale["stale"] is True and stale["computed_at"] == first["computed_at"]
+    n = COMPUTATIONS["agreement"]
+    workers.start()
+    job = wait_for(engine, stale["recompute_job"], 60)
+    assert job.state == "done", job.error
+    fresh = api.get("/api/v1/agreement", params=params).json()
+    assert fresh["stale"] is False and fresh["computed_at"] != first["computed_at"]
+    assert fresh["modes"] != first["modes"]
+    assert COMPUTATIONS["agreement"] == n  # computed in the worker, not in this process

@@ -83,3 +83,24 @@ def test_annotators_do_not_get_the_reports_page(page_client):
     login(page_client, "alice", corpus.PASSWORD)
     assert page_client.get("/reports").status_code == 403
     assert page_client.get("/reports/data/outcomes.csv").status_code == 403
+
+
+def test_the_page_is_a_stored_result_shared_by_every_app(page_client, engine):
+    """A second app on the same database (its own engine) serves the page computed by the first."""
+    from app.core.db import make_engine
+    from app.results.service import COMPUTATIONS
+
+    login(page_client, "rita", corpus.PASSWORD)
+    n = COMPUTATIONS["reports_page"]
+    first = page_client.get("/reports?by=family&sort=n")
+    assert first.status_code == 200 and 'id="result-age"' in first.text
+    assert COMPUTATIONS["reports_page"] == n + 1
+    other = make_engine(engine.url.render_as_string(hide_password=False))
+    try:
+        with TestClient(create_app(other)) as c2:
+            login(c2, "rita", corpus.PASSWORD)
+            again = c2.get("/reports?by=family&dir=asc")  # sorting is not part of the result's key
+            assert again.status_code == 200 and "blind-spot runs" in again.text
+    finally:
+        other.dispose()
+    assert COMPUTATIONS["reports_page"] == n + 1
