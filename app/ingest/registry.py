@@ -30,6 +30,7 @@ from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any
 
+from app.ingest.budget import BudgetExceeded
 from app.ingest.readers.base import ENTRY_POINT_GROUP, Sniff
 
 BUILTIN_DIST = "a2annotate"
@@ -147,6 +148,8 @@ class Registry:
                 s = entry.reader.sniff(p)
                 if not isinstance(s, Sniff):
                     s = Sniff(float(getattr(s, "score", s) or 0), str(getattr(s, "reason", "")))
+            except BudgetExceeded:
+                raise  # the import's budget is spent while sniffing (e.g. blank lines): the import stops
             except Exception as exc:  # noqa: BLE001 - a reader's bug never stops detection
                 s = Sniff(0.0, f"sniff failed: {type(exc).__name__}: {exc}")
             out.append(Tried(entry.name, s, entry.builtin))

@@ -5,7 +5,8 @@
   (seconds since it was computed).
 * 202: nothing stored yet and its job did not finish within ``RESULTS_WAIT_SECONDS``:
   ``{detail, job}`` with ``Location: /api/v1/jobs/{id}``; the same GET again serves it once done.
-* 422: the computation failed on these parameters (``detail`` names the field).
+* 422: an unknown query parameter, or the computation failed on these parameters (``detail``
+  names the parameter or field).
 """
 from __future__ import annotations
 
@@ -33,8 +34,28 @@ RESPONSES: dict[int | str, dict[str, Any]] = {
 }
 
 
+def _check_query(request: Request) -> None:
+    """422 for a query parameter the route does not declare (its OpenAPI lists the ones it takes):
+    a misspelt filter is named instead of silently answering, and storing, the unfiltered result."""
+    route = request.scope.get("route")
+    dependant = getattr(route, "dependant", None)
+    if dependant is None:
+        return
+    known: set[str] = set()
+    todo = [dependant]
+    while todo:  # the route's query parameters and its dependencies'
+        d = todo.pop()
+        known.update(p.alias for p in d.query_params)
+        todo.extend(d.dependencies)
+    unknown = sorted(set(request.query_params) - known)
+    if unknown:
+        raise HTTPException(422, f"{unknown[0]}: unknown query parameter (this route takes {', '.join(sorted(known))})")
+
+
 def served(request: Request, session: Session, user: User, kind: str, params: dict[str, Any]) -> Served:
-    """The stored result of ``kind`` for ``params`` and the request's raw query (part of the key)."""
+    """The stored result of ``kind`` for ``params`` and the request's raw query (part of the key);
+    422 for a query parameter the route does not declare."""
+    _check_query(request)
     params = service.with_query(params, request.query_params)
     try:
         return service.get_result(session, kind, params, user_id=user.id)

@@ -33,8 +33,10 @@ from app.exports.schema import TABLES
 from app.ingest.loader import import_paths
 from app.jobs.models import Job
 from app.jobs.service import create_job
+from app.judges.models import JudgeVersion
 from app.main import create_app
 from app.runs.models import Agent, Audit, Check, Event, Run
+from app.studies.models import Study
 from app.taxonomies.models import Taxonomy
 from tests.annotations.factories import make_user
 from tests.api.clients import login
@@ -234,7 +236,15 @@ def _urls(app, session: Session) -> list[str]:
     for method, path in sorted(app_routes(app)):
         if method != "GET" or path in ("/openapi.json", "/docs", "/redoc", "/redoc/redoc.standalone.js"):
             continue
-        if "{run_id:path}" in path:
+        if path.startswith(("/api/v1/judges/{name}", "/judges/{name}")):
+            names = [n for (n,) in session.execute(select(JudgeVersion.name).distinct())] + ["gpt-judge"]
+            for name in names:
+                base = path.replace("{name}", name)
+                if "{run_id:path}" in base:
+                    urls += [base.replace("{run_id:path}", quote(rid, safe="/")) for rid in runs]
+                else:
+                    urls.append(base.replace("{run_id}", "1"))
+        elif "{run_id:path}" in path:
             for rid in runs:
                 base = path.replace("{run_id:path}", quote(rid, safe="/"))
                 urls.append(base)
@@ -248,10 +258,11 @@ def _urls(app, session: Session) -> list[str]:
             urls += [path.replace("{fmt}", fmt) for fmt in ("csv", "parquet")]
         elif path == "/reports/data/{name}.csv":
             urls += [f"/reports/data/{n}.csv" for n in ("outcomes", "blind_spots")]
-        elif path == "/estimates/data.{fmt}":
-            urls += [f"/estimates/data.{fmt}?target=mode:DD1" for fmt in ("csv", "parquet")]
-        elif path == "/api/v1/jobs/{job_id}":
-            urls += [f"/api/v1/jobs/{j}" for (j,) in session.execute(select(Job.id))]
+        elif path == "/api/v1/studies/{name}":
+            urls += [path.replace("{name}", n) for (n,) in session.execute(select(Study.name))] + [
+                path.replace("{name}", "nope")]
+        elif path in ("/api/v1/jobs/{job_id}", "/api/v1/jobs/{job_id}/file"):
+            urls += [path.replace("{job_id}", j) for (j,) in session.execute(select(Job.id))]
         elif "{" in path:
             raise AssertionError(f"GET route {path}: say in this test how to fill its parameters")
         elif path == "/api/v1/annotations/mine":

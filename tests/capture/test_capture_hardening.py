@@ -18,7 +18,7 @@ from app.auth.service import create_token, create_user
 from app.capture.models import CaptureRecord, LiveRun
 from app.capture.service import finalize_idle, ingest_spans
 from app.core.config import get_settings
-from app.ingest import otlp
+from app.ingest.readers import otlp
 from app.ingest.readers.otlp import build_run, read_body, spans_from_protobuf
 from app.runs.models import Run
 from app.runs.service import get_run, to_canonical
@@ -261,7 +261,7 @@ def test_recorder_batches_do_not_reread_every_card(engine, monkeypatch):
     from pathlib import Path
 
     from app.capture.service import ingest_envelopes
-    from app.ingest import wire
+    from app.ingest.readers import wire
 
     path = Path(__file__).parents[1] / "ingest" / "data" / "wire" / "rest_binding.jsonl"
     card, request, response = [json.loads(x) for x in path.read_text().splitlines()[:3]]

@@ -201,7 +201,7 @@ def test_cli(corpus, monkeypatch, tmp_path):
     bad = CliRunner().invoke(cli, ["estimate", "--mode", "XX9"])
     assert bad.exit_code == 1 and "mode: unknown mode" in bad.output
     usage = CliRunner().invoke(cli, ["estimate"])
-    assert usage.exit_code == 2 and "--mode or --category" in usage.output
+    assert usage.exit_code == 2 and "--mode, --category or --attribution" in usage.output
 
 
 def test_page_forest_plot_table_and_files(corpus):
