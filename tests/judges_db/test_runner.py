@@ -327,6 +327,8 @@ def test_delayed_state_is_visible_and_samples_vote(engine):
         finally:
             done.set()
             t.join()
+        with Session(engine) as s:  # the watcher may stop before its next look: the final state too
+            seen_states.update(s.exec(select(JudgeResult.state)).all())
         assert {"queued", "delayed", "done"} <= seen_states
         _, jr2 = _register_plan(engine, judge_file(srv.base_url, name="tk", extra="sampling: {samples: 3, "
                                                                                   "temperature: 0.7}\n"),
