@@ -136,7 +136,7 @@ def test_too_many_waiting_logins_answer_503(sqlite_engine, users, monkeypatch):
     import app.auth.service as auth_service
 
     real_verify = auth_service.verify_password
-    monkeypatch.setattr(auth_service, "verify_password", lambda h, p: (time.sleep(0.2), real_verify(h, p))[1])
+    monkeypatch.setattr(auth_service, "verify_password", lambda h, p: (time.sleep(1.0), real_verify(h, p))[1])
     client = _app(sqlite_engine, max_concurrent_password_hashes=1, max_waiting_logins=2,
                   login_max_failures_per_address=1000, login_max_failures_per_account=1000)
     barrier = threading.Barrier(8)
