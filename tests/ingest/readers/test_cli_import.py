@@ -18,6 +18,14 @@ CASES = [  # path, reader, runs, warnings
     ("autogen/notice-stream.jsonl", "autogen", 1, 0),
     ("ag2/bridge-archive-chat.json", "ag2", 1, 1),
     ("smolagents/pier7-tide-run.json", "smolagents", 1, 1),
+    # the LangSmith / LangGraph, CrewAI and ADK fixtures (tests/ingest/data/frameworks)
+    ("../../data/frameworks/langsmith/orchard_tree.json", "langsmith", 1, 1),
+    ("../../data/frameworks/langsmith/orchard_runs.jsonl", "langsmith", 1, 1),
+    ("../../data/frameworks/crewai/tidepool_events.jsonl", "crewai", 1, 1),
+    ("../../data/frameworks/crewai/estuary_crew_output.json", "crewai", 1, 1),
+    ("../../data/frameworks/crewai/dune_output_log.json", "crewai", 1, 0),
+    ("../../data/frameworks/adk/kestrel_session.json", "adk", 1, 1),
+    ("../../data/frameworks/adk/quay_events.jsonl", "adk", 1, 0),
 ]
 
 
