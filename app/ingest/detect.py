@@ -258,6 +258,11 @@ def _iter_path(path: Path, shown: str, fmt: str | None, mp: Mapping, profile: An
         yield error_item(shown, "no such file or directory")
     elif forced is not None and forced.name != TREE and not zipfile.is_zipfile(path):
         yield from forced.read(path, shown)
+    elif profile is not None and profile.get("runs") and not zipfile.is_zipfile(path):
+        # a file holding runs, read by the profile's `runs` block through the tree reader
+        from app.ingest.readers.tree import TreeReader
+
+        yield from TreeReader(mapping=mp, profile=profile).read_runs_file(path, shown)
     elif forced is not None and forced.name == TREE and not zipfile.is_zipfile(path):
         yield error_item(shown, "a tree must be a directory or a zip archive")
     elif zipfile.is_zipfile(path) and (forced is not None or reg.pick(path, dirs=False).name in (TREE, None)):
