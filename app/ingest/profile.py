@@ -84,8 +84,8 @@ PART_ROLES = ("metadata", "scenario", "scenario_text", "conversation", "events",
 _JOIN = {"type": "object", "additionalProperties": False, "required": ["from"], "properties": {
     "from": {"type": "string", "minLength": 1, "description": "JMESPath in the file (or in `file`) of the shared data"},
     "file": {"type": "string", "minLength": 1, "description": "a file of the tree (relative to its root) holding it"},
-    "key": {"type": "string", "minLength": 1, "description": "with `on`: the key of each shared item to match"},
-    "on": {"type": "string", "minLength": 1, "description": "JMESPath in the run record whose value `key` must equal"},
+    "key": {"type": "string", "minLength": 1, "description": "with `run_key`: the key of each shared item to match"},
+    "run_key": {"type": "string", "minLength": 1, "description": "JMESPath in the run record whose value `key` must equal"},
     "as": {"type": "string", "minLength": 1, "description": "nest the joined value under this key of the part"}}}
 _RUNS = {"type": "object", "additionalProperties": False, "required": ["each"], "properties": {
     "files": {"oneOf": [{"type": "string", "minLength": 1},
@@ -272,7 +272,7 @@ def _path_problems(data: dict, prefix: str = "") -> list[str]:
     paths = [("runs.records", runs.get("records"))]
     paths += [(f"runs.parts.{r}", p) for r, p in (runs.get("parts") or {}).items()]
     for role, j in (runs.get("join") or {}).items():
-        paths += [(f"runs.join.{role}.{k}", j.get(k)) for k in ("from", "key", "on")]
+        paths += [(f"runs.join.{role}.{k}", j.get(k)) for k in ("from", "key", "run_key")]
     for i, block in enumerate(data.get("blocks") or []):
         paths.append((f"blocks[{i}].when.key", (block.get("when") or {}).get("key")))
         out += _path_problems(block, f"blocks[{i}].")
@@ -303,8 +303,9 @@ def _runs_problems(data: dict) -> list[str]:
                 out.append("runs.parts.trajectory: name the agent whose trajectory it is (trajectory:AGENT), "
                            "or use conversation")
         for role, j in (runs.get("join") or {}).items():
-            if ("key" in j) != ("on" in j):
-                out.append(f"runs.join.{role}: `key` and `on` go together (the shared item's key, the run's value)")
+            if ("key" in j) != ("run_key" in j):
+                out.append(f"runs.join.{role}: `key` and `run_key` go together (the shared item's key, "
+                           "the run's value)")
             if isinstance(j.get("file"), str) and outside_tree_problem(j["file"]):
                 out.append(f"runs.join.{role}.file: {outside_tree_problem(j['file'])}")
     for i, block in enumerate(data.get("blocks") or []):

@@ -5,7 +5,7 @@ JMESPath such as ``simulations``, or JSON Lines, one run a line) and **one file 
 (``each: file``: the file is the run record; a JSON Lines file is the list of its lines). Inside a
 run record, ``parts`` says where each role's data lies (``conversation: traj``, ``metrics:
 reward_info``...); by default the run metadata is the record without the parts. ``join`` gives each
-run file-level data: the item of a shared list whose ``key`` equals the run's ``on`` value (a
+run file-level data: the item of a shared list whose ``key`` equals the run's ``run_key`` value (a
 tau2-bench task joined by ``task_id``), or the whole value (a results file's ``info``), taken from
 the same file or from another file of the tree.
 
@@ -271,11 +271,11 @@ class _Joins:
         problems = []
         for role, spec in self.specs.items():
             if role in self.index:
-                key = _search(spec["on"], record) if isinstance(record, (dict, list)) else None
+                key = _search(spec["run_key"], record) if isinstance(record, (dict, list)) else None
                 value = self.index[role].get(str(key)) if key is not None else None
                 if value is None:
                     problems.append(f"runs.join.{role}: no item of {spec['from']!r} has {spec['key']} = {key!r} "
-                                    f"(the run's {spec['on']}); the run gets none")
+                                    f"(the run's {spec['run_key']}); the run gets none")
                     continue
             elif role in self.values:
                 value = self.values[role]
