@@ -38,6 +38,23 @@ def _ptr(path: str) -> str:
     return path if is_plain_path(path) else f"({path})"
 
 
+def rest_of(record: Any, parts: dict[str, str], skip: str | None = None) -> dict:
+    """The record without what the parts other than metadata take (a plain dotted path takes just
+    that key, an expression its top-level key); `skip`: a metadata path taken too."""
+    if not isinstance(record, dict):
+        return {}
+    out = copy.deepcopy(record)
+    paths = [p for n, p in parts.items() if n.partition(":")[0] != "metadata"]
+    for path in paths + ([skip] if skip else []):
+        if path.strip() == "@":
+            return {}
+        if is_plain_path(path):
+            dotted_pop(out, path)
+        else:
+            out.pop(root_key(path) or "", None)
+    return out
+
+
 class RecordRun(ProfiledRun):
     """One run record of a file (or one whole file) read as the profile says."""
 
@@ -84,20 +101,7 @@ class RecordRun(ProfiledRun):
         return out
 
     def rest(self, skip: str | None = None) -> dict:
-        """The record without what the parts other than metadata take (a plain dotted path takes
-        just that key, an expression its top-level key); `skip`: a metadata path taken too."""
-        if not isinstance(self.record, dict):
-            return {}
-        out = copy.deepcopy(self.record)
-        paths = [p for n, p in self.parts.items() if n.partition(":")[0] != "metadata"]
-        for path in paths + ([skip] if skip else []):
-            if path.strip() == "@":
-                return {}
-            if is_plain_path(path):
-                dotted_pop(out, path)
-            else:
-                out.pop(root_key(path) or "", None)
-        return out
+        return rest_of(self.record, self.parts, skip)
 
     def part(self, name: str) -> Any:
         """The value of a part (a copy: reading takes keys out of it). The run metadata is its part

@@ -289,3 +289,76 @@ def test_cli_import_profile_file_and_folder(tmp_path):
     r = run_cli(["import", "--profile", str(_dir_profile(tmp_path)), str(root), "--replace", "--strict"], db)
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip().splitlines()[-1] == "imported 3, unchanged 0, rejected 0, warnings 0"
+
+
+# --------------------------------------------------------------------------- inspect understands run-holding files
+
+def _accept(text: str) -> str:
+    from app.ingest.inspect import MARK
+
+    return "\n".join(line[len(MARK):] if line.startswith(MARK) else line for line in text.splitlines()) + "\n"
+
+
+CASES = {
+    "tau-bench": (lambda d: fx.write_tau_bench(d / "ferry-gpt-x.json"), 2,
+                  "several runs per file (the array itself, or one a line)): 2 run(s) in 1 file(s)"),
+    "tau2-results": (lambda d: fx.write_tau2_results(d / "res.json"), 3,
+                     "several runs per file, the list at 'simulations'): 3 run(s) in 1 file(s)"),
+    "jsonl": (lambda d: fx.write_runs_jsonl(d / "runs.jsonl"), 3, "3 run(s) in 1 file(s)"),
+    "one-file-per-run": (lambda d: fx.write_tau2_dir(d / "dir"), 3, "(one run per file): 3 run(s) in 3 file(s)"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_inspect_reports_the_runs_held_and_its_starter_profile_imports_them_under_strict(engine, tmp_path, case):
+    from app.ingest.inspect import inspect_tree, profile_text, render
+    from app.ingest.inspect_runs import inspect_runs
+
+    make, n, line = CASES[case]
+    path = make(tmp_path)
+    ins = inspect_tree(path) if path.is_dir() else inspect_runs(path)
+    text = render(ins)
+    assert line in text and f"dry run on {n} run(s), every one: {n} would be stored, 0 rejected" in text
+    assert ins.profile.spec["runs"]["each"] == ("file" if case == "one-file-per-run" else "record")
+    assert ": none\n" not in text + "\n"
+    starter = profile_text(ins)
+    assert "runs:" in starter
+    prof = tmp_path / "starter.yaml"
+    prof.write_text(_accept(starter))
+    runs, s = _read(path, prof)
+    assert (s.runs, s.errors, s.warnings) == (n, [], [])
+    assert all(r["principals"] and r["agents"] for r in runs)
+    assert not any(e["actor"] == "system" and e["visibility"] == "shared" for r in runs for e in r["events"])
+    summary = import_paths(engine, [str(path)], profile=str(prof), strict=True)
+    assert (summary.imported, summary.rejected) == (n, 0), summary.errors
+
+
+def test_inspect_joins_the_tasks_and_the_shared_info_of_a_tau2_results_file(tmp_path):
+    from app.ingest.inspect_runs import inspect_runs
+
+    ins = inspect_runs(fx.write_tau2_results(tmp_path / "res.json"))
+    runs = ins.profile.spec["runs"]
+    assert runs["records"] == "simulations" and runs["parts"] == {"conversation": "messages", "metrics": "reward_info"}
+    assert runs["join"]["scenario"] == {"from": "tasks", "key": "id", "run_key": "task_id"}
+    assert runs["join"]["metadata"] == {"from": "{timestamp: timestamp, info: info}"}
+    keys = ins.profile.spec["keys"]
+    assert keys["conversation"]["actor"] == "requestor" and keys["conversation"]["call_id"] == "id"
+    assert keys["scenario"] == {"id": "id", "description": "description.purpose"}
+
+
+def test_cli_inspect_a_run_holding_file_writes_a_runs_profile(tmp_path):
+    from click.testing import CliRunner
+
+    from app.cli import cli as main
+
+    f = fx.write_tau_bench(tmp_path / "ferry-gpt-x.json")
+    prof = tmp_path / "p.yaml"
+    r = CliRunner().invoke(main, ["inspect", str(f), "--write-profile", str(prof)])
+    assert r.exit_code == 0, r.output
+    assert f"{f}: read by 'tau-bench'" in r.output  # the registry's reader, as before
+    assert "read with an import profile instead" in r.output and f"{f}: 2 run(s)" in r.output
+    assert load_profile(prof).spec["runs"]["parts"]["conversation"] == "traj"
+    other = tmp_path / "x.json"
+    other.write_text(json.dumps({"a": 1}))
+    r = CliRunner().invoke(main, ["inspect", str(other), "--write-profile", str(tmp_path / "q.yaml")])
+    assert r.exit_code != 0 and "no runs held in this file" in r.output
