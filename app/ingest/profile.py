@@ -170,7 +170,12 @@ PROFILE_SCHEMA: dict[str, Any] = {
             "id": {"type": "string"}, "name": {"type": "string"},
             "kind": {"type": "string"}, "objective": {"type": "string"}, "constraints": {"type": "string"},
             "match": {"type": "array", "items": {"type": "string", "minLength": 1}, "description":
-                      "with from: actors, the actors that are principals (names, or /regex/)"}}},
+                      "with from: actors, the actors that are principals (names, or /regex/)"},
+            "name_key": {"type": "string", "minLength": 1, "description":
+                         "with from: actors, a path in the run's source metadata (the run record) holding the "
+                         "principal's display name (its id stays the actor's name)"},
+            "objective_key": {"type": "string", "minLength": 1, "description":
+                              "with from: actors, a path in the run's source metadata holding its objective"}}},
         "visibility": {"type": "array", "items": _VISIBILITY_RULE,
                        "description": "rules by kind, actor and recipient; the first that applies wins"},
         "metrics": {"type": "object", "additionalProperties": False, "properties": {
@@ -273,6 +278,8 @@ def _path_problems(data: dict, prefix: str = "") -> list[str]:
     paths += [(f"runs.parts.{r}", p) for r, p in (runs.get("parts") or {}).items()]
     for role, j in (runs.get("join") or {}).items():
         paths += [(f"runs.join.{role}.{k}", j.get(k)) for k in ("from", "key", "run_key")]
+    for k in ("name_key", "objective_key"):
+        paths.append((f"principals.{k}", (data.get("principals") or {}).get(k)))
     for i, block in enumerate(data.get("blocks") or []):
         paths.append((f"blocks[{i}].when.key", (block.get("when") or {}).get("key")))
         out += _path_problems(block, f"blocks[{i}].")

@@ -934,6 +934,7 @@ class ProfiledRun:
                     p["name"] = pspec["name"]
                 if pspec.get("kind"):
                     p["kind"] = pspec["kind"]
+                self.principal_from_data(p, pspec)
                 self.principals.append(p)
                 self.agent_by_name.setdefault(name, name)
         if not from_actors:
@@ -955,6 +956,27 @@ class ProfiledRun:
                 a["principal"] = default
             self.agents.append(a)
             self.agent_by_name.setdefault(name, name)
+
+    def principal_from_data(self, p: dict, pspec: dict) -> None:
+        """``name_key`` / ``objective_key``: the principal's display name and objective read from
+        the run's source metadata (its id stays the actor's name: distinct keys for the two)."""
+        from app.ingest.profile import path_get
+
+        if not (pspec.get("name_key") or pspec.get("objective_key")):
+            return
+        doc = self.source_doc()
+        for key, target in (("name_key", "name"), ("objective_key", "objective")):
+            if not pspec.get(key):
+                continue
+            found, value = path_get(doc, pspec[key])
+            if found and isinstance(value, (str, int, float)) and not isinstance(value, bool):
+                p[target] = str(value)
+            elif found:
+                p.setdefault("metadata", {})[target] = value
+                self.warn(self.shown_dir, f"principals.{key} {pspec[key]!r} is no text; kept in the "
+                                          f"principal's metadata.{target}")
+            else:
+                self.warn(self.shown_dir, f"principals.{key} {pspec[key]!r} is not in the run's metadata")
 
     # -- visibility rules
     def apply_visibility(self, events: list[dict]) -> None:

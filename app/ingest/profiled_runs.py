@@ -190,7 +190,10 @@ class RecordRun(ProfiledRun):
         return f"{stem}/{self.index}" if self.index is not None else stem
 
     def source_doc(self) -> dict:
-        return copy.deepcopy(self.record) if isinstance(self.record, dict) else {}
+        """The run record as the file holds it, with the file-level metadata joined to it."""
+        doc = copy.deepcopy(self.record) if isinstance(self.record, dict) else {}
+        shared = self.joined.get("metadata")
+        return {**copy.deepcopy(shared), **doc} if isinstance(shared, dict) else doc
 
 
 # --------------------------------------------------------------------------- files holding runs

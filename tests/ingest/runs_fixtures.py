@@ -66,7 +66,8 @@ values:
     assistant: {kind: message, actor: assistant}
     tool: {kind: tool_result, actor: assistant, visibility: private}
 agents: {from: actors, principal: user}
-principals: {from: actors, match: [user], name: simulated user, kind: person}
+principals: {from: actors, match: [user], kind: person, name_key: info.task.user_id,
+             objective_key: info.task.instruction}
 visibility:
   - {when: {kind: message, actor: [user, assistant], recipient: none}, visibility: shared, recipients: all_others}
 keep: {metadata: [info], conversation: [name]}

@@ -47,7 +47,10 @@ def test_tau_bench_file_many_runs_per_file(tmp_path):
     assert [r["run_id"] for r in runs] == ["tau-bench/0/0", "tau-bench/1/0"]
     assert first["scenario"]["id"] == "tau-bench/0"
     assert first["scenario"]["description"].startswith("You are mia_li_3668. You want a one-way ferry")
-    assert [(p["id"], p["name"], p["kind"]) for p in first["principals"]] == [("user", "simulated user", "person")]
+    # the principal's id is the actor's name, its display name and objective come from the task
+    assert [(p["id"], p["name"], p["kind"]) for p in first["principals"]] == [("user", "mia_li_3668", "person")]
+    assert first["principals"][0]["objective"] == first["scenario"]["description"]
+    assert runs[1]["principals"][0]["name"] == "omar_sy_1234"
     assert [(a["id"], a["principal"]) for a in first["agents"]] == [("assistant", "user")]
     ev = first["events"]
     assert [(e["kind"], e["actor"], e["visibility"]) for e in ev[:5]] == [
@@ -254,6 +257,7 @@ def test_blocks_work_on_run_directories_too(tmp_path):
                                                 "family, in, key, matches, run, scenario, task)"),
     ({"blocks": [{"when": {"family": "a"}, "runs": {"each": "file"}}]}, "blocks[0].runs: unknown key"),
     ({"blocks": [{"metrics": {}}]}, "blocks[0].when: required key is missing"),
+    ({"principals": {"from": "actors", "name_key": "a[?"}}, "principals.name_key: path 'a[?': not a JMESPath"),
     ({"blocks": [{"when": {"equals": 3}}]}, "blocks[0].when: equals needs a `key`"),
     ({"blocks": [{"when": {"key": "a", "equals": 1, "in": [2]}}]}, "give exactly one of equals, in, matches"),
     ({"blocks": [{"when": {"family": "/(/"}}]}, "blocks[0].when: '/(/' is not a regular expression"),
@@ -362,3 +366,25 @@ def test_cli_inspect_a_run_holding_file_writes_a_runs_profile(tmp_path):
     other.write_text(json.dumps({"a": 1}))
     r = CliRunner().invoke(main, ["inspect", str(other), "--write-profile", str(tmp_path / "q.yaml")])
     assert r.exit_code != 0 and "no runs held in this file" in r.output
+
+
+def test_principals_from_the_record_with_distinct_id_and_display_name_keys(tmp_path):
+    f = tmp_path / "runs.json"
+    f.write_text(json.dumps([{"run": "r1", "parties": [{"pid": "acme", "display": "Acme Corp, buyer"}],
+                              "bots": [{"name": "haggler", "for": "acme"}],
+                              "messages": [{"from": "haggler", "text": "We offer 40 dollars."},
+                                           {"from": "acme", "text": "Go to 45 at most."}]}]))
+    prof = _profile(tmp_path, """\
+profile: 1
+name: parties
+runs: {each: record, parts: {conversation: messages}}
+keys:
+  metadata: {run_id: run}
+  conversation: {actor: from, content: text}
+principals: {from: parties, id: "{pid}", name: display}
+agents: {from: bots, id: "{name}", principal: for}
+""")
+    (run,), s = _read(f, prof)
+    assert [(p["id"], p["name"]) for p in run["principals"]] == [("acme", "Acme Corp, buyer")]
+    assert [(a["id"], a["principal"]) for a in run["agents"]] == [("haggler", "acme")]
+    assert [e["actor"] for e in run["events"]] == ["haggler", "acme"] and not s.warnings
