@@ -272,6 +272,14 @@ def build_profile(name: str, guess: RunsGuess, files: str | None = None, join_fi
         spec["values"] = {"chat_role": roles}
         spec["agents"] = {"from": "actors", "principal": "user"}
         spec["principals"] = {"from": "actors", "match": ["user"], "kind": "person"}
+        if scen and scen_docs:  # the task names the user and says what they want
+            d0 = scen_docs[0]
+            who = next((k for k in ("user_id", "user_name", "user", "customer_id", "persona_name")
+                        if isinstance(d0.get(k), str)), None)
+            if who:
+                spec["principals"]["name_key"] = f"{scen}.{who}"
+            if skeys.get("description") and "." not in skeys["description"]:
+                spec["principals"]["objective_key"] = f"{scen}.{skeys['description']}"
         spec["visibility"] = [{"when": {"kind": "message", "actor": ["user", "assistant"], "recipient": "none"},
                                "visibility": "shared", "recipients": "all_others"}]
     else:
