@@ -494,6 +494,8 @@ def inspect_tree(root: str | os.PathLike, taxonomy: Any = None, *, dry_runs: boo
 
         held = inspect_runs(root)  # no run directories: files holding runs (several per file, or one each)
         if held is not None:
+            held.loose_files = foreign.loose_files  # and what plain `import` (no profile) makes of each
+            _loose_readers(root, held)
             return held
     if not has_builtin_names(root):
         if dry_runs:
@@ -975,7 +977,8 @@ def render(ins: Inspection) -> str:
         out.append(f"manifest: {m['file']} (run directory in {m['path']!r}"
                    + (f", run id in {m['run_id']!r}" if m.get("run_id") else "") + ") - read as a manifest, not a run")
     if ins.loose_files:
-        out.append(f"files outside run directories: {len(ins.loose_files)}")
+        out.append(f"files outside run directories: {len(ins.loose_files)}" if rf is None else
+                   f"files at the top, as plain `import` (no profile) reads them: {len(ins.loose_files)}")
         for name, reader, tried in ins.loose_readers:
             if reader:
                 out.append(f"  {name}: read by {reader!r}")

@@ -325,6 +325,9 @@ def test_inspect_reports_the_runs_held_and_its_starter_profile_imports_them_unde
     assert line in text and f"dry run on {n} run(s), every one: {n} would be stored, 0 rejected" in text
     assert ins.profile.spec["runs"]["each"] == ("file" if case == "one-file-per-run" else "record")
     assert ": none\n" not in text + "\n"
+    if case == "one-file-per-run":  # and what plain import (no profile) would make of the top files
+        assert "files at the top, as plain `import` (no profile) reads them: 2" in text
+        assert "  README.txt: no reader takes it: " in text
     starter = profile_text(ins)
     assert "runs:" in starter
     prof = tmp_path / "starter.yaml"
