@@ -39,10 +39,10 @@ chromium:
 
 ## test: install and run the whole suite (SQLite and PostgreSQL)
 test: install chromium
-	$(BIN)/python -m pytest -n 2 -q
+	$(BIN)/python -m pytest -n 2 --dist loadgroup -q
 
 test-fast: install
-	$(BIN)/python -m pytest -n 2 -q -m "not e2e"
+	$(BIN)/python -m pytest -n 2 --dist loadgroup -q -m "not e2e"
 
 ## bench: speed and memory benchmarks, written to bench/RESULTS.md
 bench: install
