@@ -98,7 +98,7 @@ def test_faults_per_request(engine, monkeypatch):
         rid = req.run_id
         good = Reply(text=json.dumps(truth_answer(runs[rid])))
         if rid == a_timeout and req.seen == 1:
-            return Reply(text="{}", delay=1.5)
+            return Reply(text="{}", delay=3.0)
         if rid == b_text_once and not req.is_retry_for_parse:
             return Reply(text="I believe the run went fine, mostly.")
         if rid == c_text_twice:
@@ -117,7 +117,7 @@ def test_faults_per_request(engine, monkeypatch):
         return good
 
     with StandIn(script) as srv:
-        text = judge_file(srv.base_url, extra="output: text\nlimits: {concurrency: 4, retries: 2, timeout_seconds: 0.5, "
+        text = judge_file(srv.base_url, extra="output: text\nlimits: {concurrency: 4, retries: 2, timeout_seconds: 1.0, "
                                              "backoff_initial_seconds: 0.01, backoff_max_seconds: 0.05}\n")
         jv_id, jr_id = _register_plan(engine, text)
         t0 = time.monotonic()
