@@ -43,7 +43,7 @@ import orjson
 from sqlalchemy.engine import Engine
 
 from app.judges.parse import SCHEMAS, AnswerError, extract_json
-from app.judges.prompts import call_variables, estimate_tokens, render_messages
+from app.judges.prompts import call_variables, estimate_tokens, render_messages, run_view
 from app.judges.strategies import CallSpec, Outcome, judge
 
 log = logging.getLogger("a2annotate.judges")
@@ -428,6 +428,7 @@ async def _run(engine: Engine, judge_run_id: int, progress: Callable[[Progress],
         pending_results: list[ResultOut] = []
         pending_cache: dict[str, tuple[str, int, int]] = {}
         stop = asyncio.Event()
+        wake = asyncio.Event()  # set: the flusher writes now, not at its next tick
         stop_reason: list[str] = ["cancelled"] if setup.get("cancelled") else []
         cap = defn["limits"].get("cost_cap")
         lock = asyncio.Lock()
@@ -487,9 +488,9 @@ async def _run(engine: Engine, judge_run_id: int, progress: Callable[[Progress],
                 if stop.is_set():
                     break
                 chunk = items[start:start + 50]
-                views = await loop.run_in_executor(store.reader, service.load_views, store.rsession, setup, chunk)
-                for item, view in zip(chunk, views):
-                    await queue.put((item, view))
+                runs = await loop.run_in_executor(store.reader, service.load_runs, store.rsession, chunk)
+                for item in chunk:
+                    await queue.put((item, runs.get(item["run_pk"])))
             for _ in range(workers_n):
                 await queue.put(None)
 
@@ -516,24 +517,28 @@ async def _run(engine: Engine, judge_run_id: int, progress: Callable[[Progress],
         async def flusher() -> None:
             while not stop.is_set():
                 try:
-                    await asyncio.wait_for(stop.wait(), FLUSH_SECONDS)
+                    await asyncio.wait_for(wake.wait(), FLUSH_SECONDS)
                 except TimeoutError:
                     pass
+                wake.clear()
                 if cancel is not None and cancel.is_set() and not stop.is_set():
                     stop_reason.append("cancelled")
                     stop.set()
                 if pending_results or pending_states or pending_cache or not stop.is_set():
                     await flush()
 
-        async def judge_one(item: dict[str, Any], view) -> None:
+        async def judge_one(item: dict[str, Any], run: dict[str, Any] | None) -> None:
             rid = item["result_id"]
             on_state(rid, "running")
             prog.running += 1
-            asker = Asker(endpoint, defn, view, rid)
+            asker = Asker(endpoint, defn, None, rid)
             out = ResultOut(rid, item["run_pk"], item["run_id"], None)
             try:
-                if view is None:
+                if run is None:
                     raise CallFailed("the run is no longer stored")
+                # the prompt data is made here, on the loop, one run at a time (not in the reader
+                # thread, whose CPU work would hold the GIL while answers wait to be read)
+                view = asker.view = run_view(run, setup["taxonomy_vars"], success_threshold=setup["threshold"])
                 out.outcome = await judge(defn, view, asker)
             except AnswerFailed as exc:
                 out.error, out.raw = str(exc), exc.raw
@@ -563,8 +568,10 @@ async def _run(engine: Engine, judge_run_id: int, progress: Callable[[Progress],
             if cap is not None and prog.cost >= float(cap) and not stop.is_set():
                 stop_reason.append(f"the cost cap ({cap}) was reached at {prog.cost:.4f}")
                 stop.set()
-            if len(pending_results) >= FLUSH_ITEMS:
+            if len(pending_results) >= 4 * FLUSH_ITEMS:  # the writer is behind: wait for it
                 await flush()
+            elif len(pending_results) >= FLUSH_ITEMS:  # the flusher writes them; this worker goes on
+                wake.set()
 
         async def worker() -> None:
             while not stop.is_set():
@@ -589,6 +596,7 @@ async def _run(engine: Engine, judge_run_id: int, progress: Callable[[Progress],
         feeder.cancel()
         await asyncio.gather(feeder, return_exceptions=True)
         stop.set()
+        wake.set()
         stopper.cancel()
         await asyncio.gather(flusher_task, stopper, return_exceptions=True)
         await endpoint.close()

@@ -232,6 +232,14 @@ def prompt_runs(session: Session, run_pks: list[int]) -> dict[int, dict[str, Any
     return out
 
 
+def load_runs(session: Session, items: list[dict[str, Any]]) -> dict[int, dict[str, Any]]:
+    """The runner's reader: `prompt_runs` of the items' runs, its read transaction ended after."""
+    try:
+        return prompt_runs(session, [item["run_pk"] for item in items])
+    finally:
+        session.rollback()
+
+
 def load_views(session: Session, setup: dict[str, Any], items: list[dict[str, Any]]) -> list[Any]:
     """The prompt data of each item's run (None for a run no longer stored)."""
     from app.judges.prompts import run_view
