@@ -3,10 +3,14 @@
 A judge over N demo runs (default 500) at concurrency 16, against the tests' stand-in server
 (`tests/judges/standin.py`) running in its own process: every answer takes 50 ms, 10% of the
 requests are answered 429 (`Retry-After: 0`) and 2% of the runs fail once with a 500. The ideal
-time is N x 50 ms / 16; the target is within 1.3x of it. The baseline measured in the same run: the
-same number of requests of the same size (the first run's real prompt) made with the bare `openai`
-client at the same concurrency, with no database, rendering or parsing (the floor of this machine,
-client and server).
+time is N x 50 ms / 16; the target is within 1.3x of it (the row also gives the ideal of the HTTP
+attempts made, retries included). The baselines measured in the same run: the same number of
+requests of the same size (the first run's real prompt) made with the bare `openai` client at the
+same concurrency, with no database, rendering or parsing, once with the SDK's typed
+``chat.completions.create`` and once on the runner's own path (orjson bytes through
+``client.post`` on the aiohttp transport): the floor of this machine, client and server. The CPU
+seconds of the runner's process and of the stand-in are given too: on a shared machine the wall
+times follow the load, the CPU much less.
 
     python bench/bench_judges.py            # 500 runs
     python bench/bench_judges.py --quick    # 100 runs

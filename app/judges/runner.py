@@ -4,8 +4,9 @@ retries, a response cache, per-run state, cancellation and resumption.
 `execute(engine, judge_run_id)` is a plain blocking function (so a job system can wrap it): it
 runs an event loop in the calling thread and
 
-* reads the runs of the judge run (its ``queued`` results) in a reader thread, ahead of the
-  workers, and prepares their prompt data (`app.judges.prompts.run_view`);
+* reads the runs of the judge run (its ``queued`` results) in a reader thread, 50 at a time in
+  one query per table, ahead of the workers; a worker makes a run's prompt data
+  (`app.judges.prompts.run_view`) on the loop when it takes the run;
 * lets ``limits.concurrency`` workers judge runs; every request also passes one shared
   semaphore of that size and the shared `aiolimiter` buckets for requests and tokens per
   minute (``limits.requests_per_minute`` / ``tokens_per_minute``; 0 = unlimited);
@@ -13,12 +14,18 @@ runs an event loop in the calling thread and
   connections, waiting what ``Retry-After`` (or ``retry-after-ms``) says when the server says it,
   else exponential backoff with full jitter between ``backoff_initial_seconds`` and
   ``backoff_max_seconds``; while it waits the run's state is ``delayed``;
+* sends each request through the SDK's ``client.post`` as JSON bytes made with orjson (not the
+  typed ``chat.completions.create``, whose parameter transform and response models cost more CPU
+  than the rest of a request), on the SDK's aiohttp transport when ``openai[aiohttp]`` is
+  installed, and reads the answer with orjson;
 * answers a request from the cache (`judge_cache`, keyed by the sha256 of model, messages,
   parameters and sample number) when it was answered before, and stores every new answer there;
+  the lookups of requests made while one lookup runs are made together, in one query;
 * retries an answer that is not the contract's JSON object once, showing the model the parse
   error; a second failure makes the run's result ``error`` with the raw text kept;
 * writes results, calls and judge annotations in a writer thread, in batches (one transaction
-  per batch), and updates the judge run's counters and heartbeat there; a judge run whose
+  and a few statements per batch, every ``FLUSH_SECONDS`` or sooner when ``FLUSH_ITEMS`` results
+  wait), and updates the judge run's counters and heartbeat there; a judge run whose
   ``cancel_requested`` is set (or whose `cancel` event is set) stops: runs in flight go back to
   ``queued`` and the judge run ends ``cancelled``; reaching ``limits.cost_cap`` stops it the same
   way, ending ``error``.
