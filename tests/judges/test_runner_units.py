@@ -38,3 +38,23 @@ def test_answer_text_from_the_body():
     assert _endpoint("text")._content(tool) == ("", True)
     for empty in ({}, {"choices": []}, {"choices": None}, [], {"choices": ["x"]}):
         assert _endpoint("text")._content(empty) == ("", False)
+
+
+def test_fewer_collections_while_judge_runs_go_and_restored_by_the_last():
+    import gc
+
+    from app.judges.runner import _fewer_collections
+
+    before = gc.get_threshold()
+    try:
+        gc.set_threshold(700, 10, 10)
+        outer, inner = _fewer_collections(), _fewer_collections()
+        outer.__enter__()
+        assert gc.get_threshold() == (50_000, 10, 10)
+        inner.__enter__()
+        outer.__exit__(None, None, None)  # another judge run still going: still raised
+        assert gc.get_threshold() == (50_000, 10, 10)
+        inner.__exit__(None, None, None)
+        assert gc.get_threshold() == (700, 10, 10)
+    finally:
+        gc.set_threshold(*before)
