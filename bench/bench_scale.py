@@ -736,7 +736,11 @@ def main(quick: bool = False) -> list[str]:
             with open(scale_dir() / "rows.md", "a") as f:  # each size's rows as soon as they are measured
                 f.write("\n".join(rs) + "\n")
         if len(results) >= 2:
-            out += growth_rows(results[0], results[-1])
+            rs = growth_rows(results[0], results[-1])
+            out += rs
+            log("\n".join(rs))
+            with open(scale_dir() / "rows.md", "a") as f:
+                f.write("\n".join(rs) + "\n")
     return out
 
 
