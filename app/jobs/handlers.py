@@ -76,12 +76,16 @@ def run_judge(ctx: JobContext) -> dict[str, Any]:
 
 @handler("result", description="Compute an agreement or report result and store it for every process.")
 def run_result(ctx: JobContext) -> dict[str, Any]:
-    """Compute a stored result (agreement, reports; app.results): `{kind, key, data_version, computed_at, ...}`."""
+    """Compute a stored result (agreement, reports; app.results): `{kind, key, data_version, computed_at, ...}`.
+    Progress counts the bootstrap replicates drawn (total unknown: one bootstrap per coefficient and
+    mode); each chunk of replicates is a cancel point (`app.core.checkpoint`)."""
     from app.results.service import compute_and_store
 
-    ctx.progress(0, 1)
+    ctx.progress(0, None)
+    ctx.tick_progress = True
     out = compute_and_store(ctx.engine, ctx.params["kind"], ctx.params["params"])
-    ctx.progress(1, 1)
+    ctx.tick_progress = False
+    ctx.progress(ctx.ticks or 1, ctx.ticks or 1)
     return out
 
 
