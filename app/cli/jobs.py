@@ -43,10 +43,14 @@ def worker(concurrency: int) -> None:
         except Exception:  # noqa: BLE001 - logged; the next round tries again
             logging.getLogger("a2annotate.jobs").warning("sweeping job files failed", exc_info=True)
 
+    # the first sweep here, before the thread starts: the consumer forks its job processes as it
+    # starts, and a fork while another thread holds a lock (the engine's pool, logging) would
+    # leave that lock held forever in the child
+    sweep()
+
     def reaper() -> None:
         """Every third of JOB_STALE_SECONDS: restart jobs whose worker died; every SWEEP_SECONDS:
         remove job files past JOB_FILE_RETENTION_HOURS."""
-        sweep()
         last_sweep = time.monotonic()
         while not stop.wait(every):
             try:
