@@ -140,7 +140,7 @@ def _join_specs(guess: RunsGuess, join_file: str | None = None) -> dict[str, dic
             break
     rest = [k for k in guess.file_keys if k != taken]
     if rest:
-        out["metadata"] = {"from": "{" + ", ".join(f"{k}: {k}" if k.isidentifier() else f'{k}: "{k}"'
+        out["metadata"] = {"from": "{" + ", ".join(f"{k}: {k}" if k.isidentifier() else f'"{k}": "{k}"'
                                                    for k in rest) + "}"}
     if join_file:
         for spec in out.values():

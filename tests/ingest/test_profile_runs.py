@@ -391,3 +391,17 @@ agents: {from: bots, id: "{name}", principal: for}
     assert [(p["id"], p["name"]) for p in run["principals"]] == [("acme", "Acme Corp, buyer")]
     assert [(a["id"], a["principal"]) for a in run["agents"]] == [("haggler", "acme")]
     assert [e["actor"] for e in run["events"]] == ["haggler", "acme"] and not s.warnings
+
+
+def test_inspect_gives_every_run_the_file_keys_even_with_dashes(tmp_path):
+    from app.ingest.inspect_runs import inspect_runs
+
+    data = fx.tau2_results()
+    data["run-info"] = {"harness": "tau2 1.0, patched"}
+    f = tmp_path / "res.json"
+    f.write_text(json.dumps(data))
+    ins = inspect_runs(f)
+    assert ins.profile.spec["runs"]["join"]["metadata"]["from"] == \
+        '{timestamp: timestamp, info: info, "run-info": "run-info"}'
+    runs, s = _read(f, ins.profile)
+    assert runs[0]["metadata"]["run-info"] == {"harness": "tau2 1.0, patched"} and not s.errors
