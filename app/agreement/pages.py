@@ -222,18 +222,23 @@ def disagreements_page(
     """Runs ranked by disagreement, each annotator's labels side by side, links into the trace."""
     f = _filters(taxonomy, family, annotators, include_judges)
     ctx: dict[str, Any] = {"f": f, "options": service.filter_options(session), "data": None, "error": None}
-    st, scope = _study(session, user, study)
+    st, _ = _study(session, user, study)
     ctx["switcher"] = study_switcher(session, user, "agreement", st)
-    try:
-        data = service.load_agreement_data(session, taxonomy=f["taxonomy"], family=f["family"],
-                                           annotators=f["annotators"] or None, include_judges=f["include_judges"],
-                                           scope=scope)
-        payload = service.disagreements_payload(data, page=page, page_size=page_size)
-    except service.AgreementError as exc:
+    try:  # a stored result (app.results): served with its age, recomputed by a job when the data change
+        got = stored_results.get_result(session, "disagreements_page", stored_results.with_query(
+            {"taxonomy": f["taxonomy"], "family": f["family"], "annotators": f["annotators"] or None,
+             "include_judges": f["include_judges"], "study": study_cache_key(st), "page": page,
+             "page_size": page_size}, request.query_params), user_id=user.id)
+    except stored_results.ResultFailed as exc:
         ctx["error"] = str(exc)
         return render(request, "agreement/disagreements.html", status_code=422, **ctx)
+    if got.state == "pending":
+        ctx["error"] = (f"The disagreements are being computed in the background (job {got.job_id}); "
+                        "reload this page in a moment.")
+        return render(request, "agreement/disagreements.html", status_code=202, **ctx)
+    payload, mode_order = got.payload["payload"], got.payload["modes"]
     for r in payload["runs"]:
-        modes = [m for m in data.modes if any(m == lab["mode"] for labs in r["labels"].values() for lab in labs)]
+        modes = [m for m in mode_order if any(m == lab["mode"] for labs in r["labels"].values() for lab in labs)]
         r["rows"] = []
         for m in modes:
             cells = {a: [lab for lab in r["labels"][a] if lab["mode"] == m] for a in r["annotator_modes"]}

@@ -72,15 +72,6 @@ def _n_boot(request: Request, n_boot: int | None) -> int:
 
 
 
-def _load(session: Session, taxonomy: str | None, family: str | None, annotators: str | None,
-          include_judges: bool, scope: Any = None) -> service.AgreementData:
-    try:
-        return service.load_agreement_data(session, taxonomy=taxonomy, family=family, annotators=annotators,
-                                           include_judges=include_judges, scope=scope)
-    except service.AgreementError as exc:
-        raise HTTPException(422, str(exc)) from None
-
-
 # --------------------------------------------------------------------------------------------
 # the report on stored labels
 
@@ -192,20 +183,21 @@ def agreement_judges(
         "Runs that at least two annotators submitted, most disputed first: `n_disagreements` (modes on "
         "which the annotators are not unanimous), `mean_set_distance` (mean Jaccard distance between two "
         "annotators' sets of modes), `disputed_modes`, and each annotator's labels (mode, responsible agent, "
-        "evidence seqs). 403 for annotators under blind mode."),
-    responses={403: {"description": "blind mode"}, 422: {"description": "bad parameter; `detail` names it"}},
+        "evidence seqs). 403 for annotators under blind mode." + stored.DESCRIPTION),
+    responses={**stored.RESPONSES, 403: {"description": "blind mode"}, 422: {"description": "bad parameter; `detail` names it"}},
 )
 def agreement_disagreements(
-    session: SessionDep, user: ApiUser,
+    request: Request, session: SessionDep, user: ApiUser,
     study: StudyQuery = None, taxonomy: TaxonomyQuery = None, family: FamilyQuery = None,
     annotators: AnnotatorsQuery = None,
     include_judges: Annotated[bool, Query(description="Count `judge:*` annotators too.")] = False,
     page: Annotated[int, Query(ge=1, le=MAX_PAGE)] = 1, page_size: Annotated[int, Query(ge=1, le=500)] = 50,
 ) -> dict[str, Any]:
     require_labels_visible(session, user, "agreement")
-    _, scope = study_scope(session, user, "agreement", study)
-    data = _load(session, taxonomy, family, annotators, include_judges, scope)
-    return service.disagreements_payload(data, page=page, page_size=page_size)
+    st, _ = study_scope(session, user, "agreement", study)
+    return stored.respond(request, session, user, "agreement_disagreements", {"study": study_cache_key(st),
+        "taxonomy": taxonomy, "family": family, "annotators": annotators, "include_judges": include_judges,
+        "page": page, "page_size": page_size})
 
 
 # --------------------------------------------------------------------------------------------

@@ -95,7 +95,8 @@ class Settings(BaseSettings):
     #: Hours a finished job's file (an export in UPLOAD_DIR/jobs/<id>) is kept for
     #: GET /api/v1/jobs/{id}/file; then workers remove it and the download answers 410 Gone.
     job_file_retention_hours: float = Field(168.0, gt=0)
-    #: POST /api/v1/imports waits this long for its import job before answering 202 with the job.
+    #: POST /api/v1/imports and POST /api/v1/annotations/import wait this long for their import job
+    #: before answering 202 with the job.
     import_wait_seconds: float = Field(30.0, ge=0)
     #: GET /api/v1/exports/hf.zip waits this long for its export job before answering 202 with the job.
     export_wait_seconds: float = Field(30.0, ge=0)

@@ -30,7 +30,8 @@ class Progress(BaseModel):
 
 class JobOut(BaseModel):
     id: str
-    kind: str = Field(description="`import`, ...")
+    kind: str = Field(description="`import`, `import_labels`, `export_hf`, `export_mad`, `detect`, `judge` or "
+                                  "`result` (a stored agreement, report or score being computed)")
     state: Literal["queued", "running", "done", "failed", "cancelled"]
     progress: Progress
     result: Any = Field(None, description="The job's result once done (an import: the import summary).")

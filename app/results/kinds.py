@@ -119,3 +119,17 @@ def agreement_attribution(session: Session, p: dict[str, Any]) -> dict[str, Any]
     """GET /api/v1/agreement/attribution and the attribution table of the agreement page (who and
     when: the CLI's `agreement --k K`)."""
     return agreement.attribution_payload(_agreement_data(session, p), k=p["k"])
+
+
+@register("agreement_disagreements")
+def agreement_disagreements(session: Session, p: dict[str, Any]) -> dict[str, Any]:
+    """GET /api/v1/agreement/disagreements: one page of the runs ranked by disagreement."""
+    return agreement.disagreements_payload(_agreement_data(session, p), page=p["page"], page_size=p["page_size"])
+
+
+@register("disagreements_page")
+def disagreements_page(session: Session, p: dict[str, Any]) -> dict[str, Any]:
+    """The disagreements page (/disagreements): one page of runs, with the taxonomy's mode order."""
+    data = _agreement_data(session, p)
+    return {"payload": agreement.disagreements_payload(data, page=p["page"], page_size=p["page_size"]),
+            "modes": list(data.modes)}

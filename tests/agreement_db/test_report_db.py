@@ -152,6 +152,14 @@ def test_disagreements_and_judges_api(engine, hand, client, token_for):
     assert runs[0]["disputed_modes"] == ["GR1", "CF1"]  # taxonomy order
     assert runs[0]["labels"]["a"] == [{"mode": "CF1", "agent": "buyer_agent", "evidence": [1]}]
     assert runs[0]["no_failure"] == ["b"]
+    from app.results.service import COMPUTATIONS
+
+    n = COMPUTATIONS["agreement_disagreements"]
+    again = client.get("/api/v1/agreement/disagreements", headers=rev)  # the stored result, not recomputed
+    assert again.json()["runs"] == runs and again.json()["computed_at"] == r.json()["computed_at"]
+    assert again.json()["stale"] is False and COMPUTATIONS["agreement_disagreements"] == n
+    other = client.get("/api/v1/agreement/disagreements", params={"page_size": 2}, headers=rev).json()
+    assert [x["run_id"] for x in other["runs"]] == ["r2", "r1"] and other["total"] == 4  # a page: its own key
     j = client.get("/api/v1/agreement/judges", params={"n_boot": 0}, headers=rev).json()
     assert j["pairwise_cohen"]["annotators"] == ["a", "b", "c", "judge:judge-l2"]
     assert j["pairwise_cohen"]["kinds"][-1] == "judge"

@@ -171,8 +171,14 @@ def test_rest_api(site):
     assert job["kind"] == "detect" and job["state"] == "done" and job["result"]["labels"] == {"leak": 1}
     assert job["progress"]["done"] == job["progress"]["total"] == job["result"]["runs"]
     assert c.post("/api/v1/detectors/run", json={}, headers={"Authorization": f"Bearer {tok_alice}"}).status_code == 403
+    from app.results.service import COMPUTATIONS
+
+    n = COMPUTATIONS["detector_scores"]
     r = c.get("/api/v1/detectors/scores?n_boot=10&level=agent", headers=h)
     assert r.status_code == 200 and r.json()["sources"][0]["source"] == "detector:leak"
+    assert r.json()["stale"] is False and "Age" in r.headers and COMPUTATIONS["detector_scores"] == n + 1
+    again = c.get("/api/v1/detectors/scores?n_boot=10&level=agent", headers=h)  # the stored result
+    assert again.json()["computed_at"] == r.json()["computed_at"] and COMPUTATIONS["detector_scores"] == n + 1
     assert c.get("/api/v1/detectors/scores?reference=x", headers=h).status_code == 422
     assert c.get("/api/v1/detectors/scores", headers={"Authorization": f"Bearer {tok_alice}"}).status_code == 403
     with Session(engine) as s:

@@ -95,6 +95,11 @@ def test_the_page_is_a_stored_result_shared_by_every_app(page_client, engine):
     first = page_client.get("/reports?by=family&sort=n")
     assert first.status_code == 200 and 'id="result-age"' in first.text
     assert COMPUTATIONS["reports_page"] == n + 1
+    # the CSV links serve the page's stored result: every table of it, nothing computed again
+    for name in ("outcomes", "prevalence", "success", "crossplay", "blind-spots"):
+        res = page_client.get(f"/reports/data/{name}.csv?by=family&sort=n")
+        assert res.status_code == 200 and int(res.headers["Age"]) >= 0, name
+    assert COMPUTATIONS["reports_page"] == n + 1
     other = make_engine(engine.url.render_as_string(hide_password=False))
     try:
         with TestClient(create_app(other)) as c2:
