@@ -38,11 +38,13 @@ chromium:
 	@command -v chromium >/dev/null 2>&1 || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null)
 
 ## test: install and run the whole suite (SQLite and PostgreSQL)
+# worksteal: each worker takes a contiguous half (a module's shared live server or browser is built once),
+# and one that runs out takes tests from the other's tail, so the two finish together
 test: install chromium
-	$(BIN)/python -m pytest -n 2 --dist loadgroup -q
+	$(BIN)/python -m pytest -n 2 --dist worksteal -q
 
 test-fast: install
-	$(BIN)/python -m pytest -n 2 --dist loadgroup -q -m "not e2e"
+	$(BIN)/python -m pytest -n 2 --dist worksteal -q -m "not e2e"
 
 ## bench: speed and memory benchmarks, written to bench/RESULTS.md
 bench: install

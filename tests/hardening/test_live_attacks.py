@@ -33,7 +33,7 @@ ATTACKED = {"SERVER_TIMEOUT_HEADERS": "2", "SERVER_LIMIT_PER_ADDRESS": "10",
             "LOGIN_MAX_FAILURES_PER_ADDRESS": "5", "LOGIN_MAX_FAILURES_PER_ACCOUNT": "100",
             "MAX_ZIP_BYTES": str(1 << 30), "MAX_ZIP_RATIO": "200", "MAX_UPLOAD_BYTES": str(200 << 20)}
 PROXIED = {**ATTACKED, "FORWARDED_ALLOW_IPS": "127.0.0.1", "SERVER_LIMIT_CONCURRENCY": "4", "UPLOAD_IDLE_TIMEOUT": "3"}
-pytestmark = [pytest.mark.parametrize("db_url", ["sqlite"], indirect=True), pytest.mark.xdist_group("live-attacks")]
+pytestmark = pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)
 
 
 class _Servers:

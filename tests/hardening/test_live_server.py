@@ -21,8 +21,6 @@ from tests.annotations.factories import make_user
 from tests.hardening import hostile
 
 PEAK_RSS_BOUND_KB = 500 * 1024
-# the live-server modules run on one xdist worker (`make test`: --dist loadgroup), one after another
-pytestmark = pytest.mark.xdist_group("live-attacks")
 
 
 def _free_port() -> int:
