@@ -266,6 +266,17 @@ def _is_number_of(values: np.ndarray, types: set[type]) -> np.ndarray:
     return _each(_is_number, values)
 
 
+def _is_str_of(values: np.ndarray, skip: np.ndarray) -> np.ndarray:
+    """Which values are strings (those at ``skip`` are not looked at and count as strings)."""
+    out = np.ones(len(values), dtype=bool)
+    look = ~skip
+    if look.any():
+        rest = values[look]
+        if not _types(rest) <= {str}:
+            out[look] = _each(lambda v: isinstance(v, str), rest)
+    return out
+
+
 def _not_empty_str(value: Any) -> bool:
     return isinstance(value, str) and bool(value)
 
@@ -315,7 +326,7 @@ class _Frame:
         if types <= {str}:
             return values, np.zeros(self.n, dtype=bool)
         missing = _missing_of(values, types)
-        bad = ~missing & ~_each(lambda v: isinstance(v, str), values)
+        bad = ~missing & ~_is_str_of(values, missing)
         self.check(bad, lambda i, row: self._field(field, "must be a string or missing", i, row))
         out = values.copy()
         out[missing | bad] = None
@@ -327,10 +338,12 @@ class _Frame:
         values = _objects(self.df, field)
         types = _types(values)
         missing = _missing_of(values, types) if optional else np.zeros(self.n, dtype=bool)
-        if types <= {str}:
-            member = np.asarray(pd.Series(values, dtype=object).isin(list(allowed)), dtype=bool)
-        else:
-            member = _each(lambda v: v in allowed, values)
+        present = ~missing
+        member = np.zeros(self.n, dtype=bool)
+        if present.any():
+            rest = values[present]
+            member[present] = np.asarray(pd.Series(rest, dtype=object).isin(list(allowed)), dtype=bool) \
+                if _types(rest) <= {str} else _each(lambda v: v in allowed, rest)
         bad = ~missing & ~member
         extra = " or missing" if optional else ""
         self.check(bad, lambda i, row: f"{_where(self.name, i, row)}: field {field!r} = {row[field]!r} "
@@ -723,7 +736,7 @@ def _resolve_label_rows(labels: pd.DataFrame) -> list[dict[str, Any]]:
     annotator = _objects(f.df, "annotator")
     types = _types(annotator)
     missing = _missing_of(annotator, types)
-    is_str = np.ones(f.n, dtype=bool) if types <= {str} else _each(lambda v: isinstance(v, str), annotator)
+    is_str = _is_str_of(annotator, np.zeros(f.n, dtype=bool)) & ~missing
     empty = np.zeros(f.n, dtype=bool)
     if is_str.any():
         empty[is_str] = annotator[is_str] == ""

@@ -85,7 +85,7 @@ _GAPS = st.sampled_from([None, NAN, np.float64("nan")])
 _CELLS = st.one_of(_SCALARS, _GAPS, st.lists(_SCALARS, max_size=3), st.frozensets(st.integers(0, 3), max_size=3))
 _MATRICES = st.lists(st.lists(st.one_of(_SCALARS, _GAPS), min_size=0, max_size=4), max_size=8)
 _SET_MATRICES = st.lists(st.lists(_CELLS, min_size=0, max_size=4), max_size=8)
-SETTINGS = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 def _normalised(x, as_set: bool):

@@ -159,7 +159,7 @@ def _labels_frame(rows):
     return pd.DataFrame(rows, columns=["annotator", "run_id", "mode", "agent", "evidence"])
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(_LABEL_ROWS, st.randoms(use_true_random=False))
 def test_blame_and_evidence_invariants(rows, rnd):
     labels = _labels_frame(rows)

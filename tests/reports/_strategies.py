@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from app.reports import outcomes
 
 NAN = math.nan
-SETTINGS = settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 RUN_IDS = ["r1", "r2", "r3", "r 4", "run-ü", "r10"]
 SCENARIOS = ["commerce/car/1", "crm/ticket/1", "légal/nda/ß"]
@@ -47,22 +47,25 @@ METRICS = st.sampled_from([
 
 
 @st.composite
-def corpora(draw, bad: bool = True):
+def corpora(draw, bad: bool = True, p_bad: float = 0.04):
     """(runs, principals, agents, raw labels, submissions, gold runs) frames."""
     def b(values):
         return values if bad else []
+
+    def rare_(good, bad_values):
+        return rare(good, bad_values, p_bad)
 
     n_runs = draw(st.integers(0, 5))
     run_ids = draw(st.lists(st.sampled_from(RUN_IDS), min_size=n_runs, max_size=n_runs, unique=True))
     runs = []
     for rid in run_ids:
         runs.append((
-            draw(rare(st.just(rid), b(["", 5, None]))),
-            draw(rare(st.sampled_from(SCENARIOS), b([None]))),
-            draw(rare(st.sampled_from(FAMILIES), b([3.5]))),
-            draw(rare(st.sampled_from([*outcomes.ALIGNMENTS, None, NAN]), b(["hostile"]))),
-            draw(rare(st.sampled_from(outcomes.STATUSES), b(["done", None]))),
-            draw(rare(SCORES, b(["high", True]))),
+            draw(rare_(st.just(rid), b(["", 5, None]))),
+            draw(rare_(st.sampled_from(SCENARIOS), b([None]))),
+            draw(rare_(st.sampled_from(FAMILIES), b([3.5]))),
+            draw(rare_(st.sampled_from([*outcomes.ALIGNMENTS, None, NAN]), b(["hostile"]))),
+            draw(rare_(st.sampled_from(outcomes.STATUSES), b(["done", None]))),
+            draw(rare_(SCORES, b(["high", True]))),
         ))
     if bad and runs and draw(st.integers(0, 30)) == 0:
         runs.append(runs[0])  # duplicate run id
@@ -71,12 +74,12 @@ def corpora(draw, bad: bool = True):
         pids = draw(st.lists(st.sampled_from(PIDS), max_size=3, unique=True))
         for pid in pids:
             principals.append((
-                draw(rare(st.just(rid), b(["nowhere"]))),
+                draw(rare_(st.just(rid), b(["nowhere"]))),
                 pid,
-                draw(rare(st.sampled_from([*outcomes.PRINCIPAL_KINDS, None, NAN]), b(["robot"]))),
-                draw(rare(FLAGS, b(["yes", 2]))),
-                draw(rare(SCORES, b(["0.5", False]))),
-                draw(rare(METRICS, b(["surplus=3", ["a"]]))),
+                draw(rare_(st.sampled_from([*outcomes.PRINCIPAL_KINDS, None, NAN]), b(["robot"]))),
+                draw(rare_(FLAGS, b(["yes", 2]))),
+                draw(rare_(SCORES, b(["0.5", False]))),
+                draw(rare_(METRICS, b(["surplus=3", ["a"]]))),
             ))
         if bad and pids and draw(st.integers(0, 30)) == 0:
             principals.append(principals[-1])  # duplicate principal
@@ -86,25 +89,25 @@ def corpora(draw, bad: bool = True):
                 break
             agents.append((
                 rid, aid,
-                draw(rare(st.sampled_from(pids), b(["landlord"]))),
-                draw(rare(st.sampled_from(ROLES), b([7]))),
+                draw(rare_(st.sampled_from(pids), b(["landlord"]))),
+                draw(rare_(st.sampled_from(ROLES), b([7]))),
                 draw(st.sampled_from(MODELS)),
-                draw(rare(st.sampled_from(["hx", "hy", "Hz", None]), b([1.5]))),
+                draw(rare_(st.sampled_from(["hx", "hy", "Hz", None]), b([1.5]))),
             ))
     agent_ids = {(a[0], a[1]) for a in agents}
     labels = []
     for _ in range(draw(st.integers(0, 14))):
         if not run_ids:
             break
-        rid = draw(rare(st.sampled_from(run_ids), b(["nowhere"])))
-        mode = draw(rare(st.sampled_from(MODES), b([""])))
+        rid = draw(rare_(st.sampled_from(run_ids), b(["nowhere"])))
+        mode = draw(rare_(st.sampled_from(MODES), b([""])))
         run_agents = sorted(a for r, a in agent_ids if r == rid)
         agent = draw(st.sampled_from([*run_agents, None, None] if run_agents else [None]))
         if bad and draw(st.integers(0, 25)) == 0:
             agent = "ghost_agent"
         cat = CATS.get(mode) if draw(st.integers(0, 6)) else draw(st.sampled_from([None, "XX"]))
-        labels.append((rid, draw(rare(st.sampled_from([*ANNOTATORS, None]), b([4]))), mode, cat, agent,
-                       draw(rare(st.sampled_from(outcomes.LABEL_SOURCES), b(["robot"])))))
+        labels.append((rid, draw(rare_(st.sampled_from([*ANNOTATORS, None]), b([4]))), mode, cat, agent,
+                       draw(rare_(st.sampled_from(outcomes.LABEL_SOURCES), b(["robot"])))))
     subs = sorted({(r, a) for r in run_ids for a in ANNOTATORS[:3] if draw(st.integers(0, 2)) == 0})
     gold = sorted(r for r in run_ids if draw(st.integers(0, 3)) == 0)
 

@@ -102,7 +102,7 @@ def _frames(corpus, report_labels):
 
 
 @SETTINGS
-@given(corpora(), st.sampled_from(sorted(outcomes.GROUPINGS)), st.booleans())
+@given(corpora(p_bad=0.15), st.sampled_from(sorted(outcomes.GROUPINGS)), st.booleans())
 def test_an_error_names_the_first_bad_row(corpus, by, raw):
     report_labels = corpus[3] if raw else _resolved(corpus)
     if report_labels is None:
@@ -132,7 +132,7 @@ def test_an_error_names_the_first_bad_row(corpus, by, raw):
 
 
 @SETTINGS
-@given(corpora(), SOURCES)
+@given(corpora(p_bad=0.15), SOURCES)
 def test_resolve_labels_error_names_the_first_bad_row(corpus, source):
     runs, _, _, labels, subs, gold = corpus
     got = _call(outcomes.resolve_labels, labels, subs, gold, source=source)
