@@ -10,7 +10,7 @@ PORT ?= 8000
 DEMO_RUNS ?= 300
 export DATABASE_URL ?= sqlite:///./a2annotate.db
 
-.PHONY: install run test test-fast bench lint clean chromium
+.PHONY: install run test test-fast bench bench-scale lint clean chromium
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -39,14 +39,19 @@ chromium:
 
 ## test: install and run the whole suite (SQLite and PostgreSQL)
 test: install chromium
-	$(BIN)/python -m pytest -n 2 -q
+	$(BIN)/python -m pytest -n 2 --dist loadgroup -q
 
 test-fast: install
-	$(BIN)/python -m pytest -n 2 -q -m "not e2e"
+	$(BIN)/python -m pytest -n 2 --dist loadgroup -q -m "not e2e"
 
 ## bench: speed and memory benchmarks, written to bench/RESULTS.md
 bench: install
 	$(BIN)/python -m bench.run
+
+## bench-scale: the team deployment at scale (2 app processes, 2 workers, Redis; SQLite and PostgreSQL,
+## 2,500 and 25,000 runs; BENCH_SCALE_SIZES etc., see bench/bench_scale.py); replaces "## Scale" in bench/RESULTS.md
+bench-scale: install
+	$(BIN)/python -m bench.bench_scale --write
 
 lint: install
 	$(BIN)/ruff check app tests bench

@@ -3,7 +3,8 @@
 asks `/healthz` every 25 ms; the server's peak memory (VmHWM) and that of its decoding workers;
 the SSE parser and the recording proxy's limits in-process.
 
-Quick mode (`--quick`): sizes divided by about 10, 10 batches. Run alone: `python -m bench.run bench_capture`.
+Quick mode (`--quick`, the suite's smoke test): sizes and the server's OTLP limits divided by 16
+(so each attack meets the same limit), 10 batches. Run alone: `python -m bench.run bench_capture`.
 """
 from __future__ import annotations
 
@@ -106,7 +107,12 @@ def otlp_rows(quick: bool, directory: Path) -> list[str]:
         token = create_token(s, create_user(s, "bench-collector", "reviewer", "bench-password-123"))
         s.commit()
     port = _free_port()
+    scale = 16 if quick else 1
+    mib = 1 << 20
     env = dict(os.environ, DATABASE_URL=f"sqlite:///{db}", SECRET_KEY="bench-capture-" + "x" * 32)
+    if quick:  # the defaults divided by `scale`, as the attacks below are
+        env.update(OTLP_MAX_BODY_BYTES=str(16 * mib // scale), OTLP_MAX_SPANS_PER_REQUEST=str(20_000 // scale),
+                   MAX_STRING_BYTES=str(10 * mib // scale))
     proc = subprocess.Popen([sys.executable, "-m", "app.cli", "serve", "--host", "127.0.0.1", "--port", str(port)],
                             env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     base = f"http://127.0.0.1:{port}"
@@ -123,8 +129,6 @@ def otlp_rows(quick: bool, directory: Path) -> list[str]:
         c.post("/v1/traces", content=b"")  # the decoding workers start
         with _Probe(base) as quiet:
             time.sleep(2)
-        scale = 10 if quick else 1
-        mib = 1 << 20
         batch = 512
         n_batches = 10 if quick else 40
         trace = _spans(batch * n_batches // scale)
@@ -144,14 +148,15 @@ def otlp_rows(quick: bool, directory: Path) -> list[str]:
             return req.SerializeToString()
 
         attacks: list[tuple[str, list[tuple[bytes, dict]], str]] = [
-            (f"one span, a {200 // scale} MiB string attribute", [(_spans(1, {0: {"x": "x" * (200 // scale * mib)}}), {})],
+            (f"one span, a {200 / scale:g} MiB string attribute", [(_spans(1, {0: {"x": "x" * (200 * mib // scale)}}), {})],
              "413 (OTLP_MAX_BODY_BYTES), server up"),
-            ("one span, a 12 MiB string attribute (under the body limit)",
-             [(_spans(2, {0: {"x": "x" * (12 * mib)}}), {})], "partial success naming it, not stored"),
+            (f"one span, a {12 / scale:g} MiB string attribute (under the body limit)",
+             [(_spans(2, {0: {"x": "x" * (12 * mib // scale)}}), {})], "partial success naming it, not stored"),
             (f"{100_000 // scale:,} spans in one request", [(_many(100_000 // scale), {})], "413 before converting"),
             (f"{300_000 // scale:,} spans in one request", [(_many(300_000 // scale), {})], "413 before converting"),
-            (f"gzip: {8 // scale or 1} x 1 MB bombs (1 GB each unpacked)",
-             [(_gz_bomb(1 << 30 >> (3 if quick else 0)), {"Content-Encoding": "gzip"})] * (8 // scale or 1),
+            (f"gzip: {8 // scale or 1} x {1024 // scale} KB bombs ({1024 // scale} MB each unpacked)" if quick
+             else "gzip: 8 x 1 MB bombs (1 GB each unpacked)",
+             [(_gz_bomb((1 << 30) // scale), {"Content-Encoding": "gzip"})] * (8 // scale or 1),
              "413 while unpacking, RSS flat"),
         ]
         for name, bodies, target in attacks:
@@ -200,7 +205,7 @@ def sse_rows(quick: bool) -> list[str]:
     from app.capture.proxy import SSEParser
 
     rows = []
-    for mib in ((2, 8) if quick else (8, 32)):
+    for mib in ((1, 2) if quick else (8, 32)):
         event = b"data: " + b"x" * (mib << 20) + b"\n\n"
         p = SSEParser()
         t0 = time.process_time()
@@ -209,7 +214,7 @@ def sse_rows(quick: bool) -> list[str]:
         cpu = time.process_time() - t0
         rows.append(f"| SSE: one {mib} MiB event in 16 KiB chunks (the parser, run off the proxy's loop) | "
                     f"{cpu:.2f} CPU-s | - | | linear (was 8 MiB 2.8 s, 32 MiB 43.9 s) | {'yes' if cpu < 2 else 'no'} |")
-    n = 100_000 if quick else 1_000_000
+    n = 20_000 if quick else 1_000_000
     lines = b"data: x\n" * n + b"\n"
     p = SSEParser()
     t0 = time.process_time()

@@ -7,7 +7,7 @@ truth (run x mode x responsible agent), the numbers quoted in docs/detectors.md.
 rows ``| what | time / amount | ratio to baseline |``; ``main()`` returns them for ``bench/run.py``.
 
     python bench/bench_detectors.py            # 1,000 runs
-    python bench/bench_detectors.py --quick    # 300 runs
+    python bench/bench_detectors.py --quick    # 60 runs, 200 bootstrap resamples (the suite's smoke test)
 """
 from __future__ import annotations
 
@@ -33,7 +33,8 @@ def _cell(value, ci) -> str:
 
 
 def main(quick: bool = False, n_runs: int | None = None) -> list[str]:
-    n_runs = n_runs or (300 if quick else 1000)
+    n_runs = n_runs or (60 if quick else 1000)
+    n_boot = 200 if quick else 1000
     corpus = generate_corpus(n_runs, seed=0)
     runs = [d.run for d in corpus]
     n_events = sum(len(r["events"]) for r in runs)
@@ -57,7 +58,7 @@ def main(quick: bool = False, n_runs: int | None = None) -> list[str]:
     for k, det in enumerate(detectors):
         units = {r["run_id"]: (r["run_id"], {(x["mode"], x["agent"]) for x in res[k].labels})
                  for r, res in zip(runs, results)}
-        sc = score_source(units, ref, [mm[det.key]], level="agent", n_boot=1000, seed=0)["modes"][0]
+        sc = score_source(units, ref, [mm[det.key]], level="agent", n_boot=n_boot, seed=0)["modes"][0]
         rows.append(row(f"detector {det.name} -> {sc['mode']} vs seeded truth (tp {sc['tp']}, fp {sc['fp']}, "
                         f"fn {sc['fn']})", f"precision {_cell(sc['precision'], sc['precision_ci'])}, recall "
                         f"{_cell(sc['recall'], sc['recall_ci'])}, F1 {_cell(sc['f1'], sc['f1_ci'])}",
@@ -67,7 +68,7 @@ def main(quick: bool = False, n_runs: int | None = None) -> list[str]:
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description="Benchmark the detectors (see module docstring).")
-    parser.add_argument("--quick", action="store_true", help="300 runs")
+    parser.add_argument("--quick", action="store_true", help="60 runs, 200 bootstrap resamples")
     args = parser.parse_args()
     from bench.common import HEADER
 

@@ -3,10 +3,14 @@
 A judge over N demo runs (default 500) at concurrency 16, against the tests' stand-in server
 (`tests/judges/standin.py`) running in its own process: every answer takes 50 ms, 10% of the
 requests are answered 429 (`Retry-After: 0`) and 2% of the runs fail once with a 500. The ideal
-time is N x 50 ms / 16; the target is within 1.3x of it. The baseline measured in the same run: the
-same number of requests of the same size (the first run's real prompt) made with the bare `openai`
-client at the same concurrency, with no database, rendering or parsing (the floor of this machine,
-client and server).
+time is N x 50 ms / 16; the target is within 1.3x of it (the row also gives the ideal of the HTTP
+attempts made, retries included). The baselines measured in the same run: the same number of
+requests of the same size (the first run's real prompt) made with the bare `openai` client at the
+same concurrency, with no database, rendering or parsing, once with the SDK's typed
+``chat.completions.create`` and once on the runner's own path (orjson bytes through
+``client.post`` on the aiohttp transport): the floor of this machine, client and server. The CPU
+seconds of the runner's process and of the stand-in are given too: on a shared machine the wall
+times follow the load, the CPU much less.
 
     python bench/bench_judges.py            # 500 runs
     python bench/bench_judges.py --quick    # 100 runs
@@ -21,6 +25,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+from sqlalchemy import text
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -51,22 +57,43 @@ with StandIn(script) as srv:
 """.replace("%(lat)s", repr(LATENCY)).replace("%%", "%")
 
 
-def _bare(base_url: str, n: int, messages: list[dict[str, str]], response_format: dict) -> float:
-    import openai
+def _cpu_of(pid: int) -> float:
+    """CPU seconds (user + system) a process has used so far (Linux /proc)."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
-    async def go() -> float:
-        client = openai.AsyncOpenAI(base_url=base_url, api_key="x", max_retries=0)
+
+def _bare(base_url: str, n: int, messages: list[dict[str, str]], response_format: dict,
+          lean: bool = False) -> tuple[float, float]:
+    """n requests at the bench's concurrency with the bare client: wall and CPU seconds. `lean`:
+    the runner's own path (orjson body through ``client.post``, the aiohttp transport when
+    installed, the answer parsed with orjson); else the SDK's typed ``chat.completions.create``
+    on its default transport."""
+    import openai
+    import orjson
+
+    from app.judges.runner import _JSON_OPTIONS, _http_client
+
+    async def go() -> tuple[float, float]:
+        client = openai.AsyncOpenAI(base_url=base_url, api_key="x", max_retries=0, **(_http_client() if lean else {}))
         sem = asyncio.Semaphore(CONCURRENCY)
 
         async def one() -> None:
             async with sem:
-                await client.chat.completions.create(model="m", messages=messages, response_format=response_format)
+                if lean:
+                    body = orjson.dumps({"model": "m", "messages": messages, "response_format": response_format})
+                    orjson.loads(await client.post("/chat/completions", cast_to=bytes, content=body,
+                                                   options=_JSON_OPTIONS))
+                else:
+                    await client.chat.completions.create(model="m", messages=messages,
+                                                         response_format=response_format)
 
-        t = time.perf_counter()
+        t, c = time.perf_counter(), time.process_time()
         await asyncio.gather(*(one() for _ in range(n)))
-        el = time.perf_counter() - t
+        el, cpu = time.perf_counter() - t, time.process_time() - c
         await client.close()
-        return el
+        return el, cpu
 
     return asyncio.run(go())
 
@@ -121,21 +148,31 @@ def main(quick: bool = False, n_runs: int | None = None) -> list[str]:
             jr_id = service.plan(s, jv).id
             s.commit()
             messages, response_format = _sample_request(s, jv)
-        bare = _bare(base, n, messages, response_format)
-        t = time.perf_counter()
+        bare, bare_cpu = _bare(base, n, messages, response_format)
+        lean, lean_cpu = _bare(base, n, messages, response_format, lean=True)
+        load = os.getloadavg()[0]
+        t, c, sc = time.perf_counter(), time.process_time(), _cpu_of(proc.pid)
         prog = service.execute(engine, jr_id)
-        elapsed = time.perf_counter() - t
+        elapsed, cpu, server_cpu = time.perf_counter() - t, time.process_time() - c, _cpu_of(proc.pid) - sc
     finally:
         proc.stdin.close()
         proc.wait(10)
+    with Session(engine) as s:
+        attempts = int(s.execute(text("SELECT COALESCE(SUM(attempts), 0) FROM judge_call")).scalar())
     engine.dispose()
     ideal = n * LATENCY / CONCURRENCY
+    ideal_attempts = attempts * LATENCY / CONCURRENCY
     ratio = elapsed / ideal
     assert prog.done == n and prog.error == 0, prog
     return [f"| judge {n} demo runs, concurrency {CONCURRENCY}, 50 ms answers, 10% 429 and 2% failing once "
-            f"(SQLite; {prog.calls} calls) | {elapsed:.2f} s | ideal {n} x 50 ms / {CONCURRENCY} = {ideal:.2f} s "
-            f"(bare `openai` client, {n} requests of the same size, no database, rendering or parsing: {bare:.2f} s) | {ratio:.2f} | within 1.3x | "
-            f"{'yes' if ratio <= 1.3 else '**no**'} |"]
+            f"(SQLite; {prog.calls} calls, {attempts} HTTP attempts; load average {load:.1f}) | {elapsed:.2f} s "
+            f"(CPU: runner {cpu:.2f} s = {1000 * cpu / n:.1f} ms a run, stand-in {server_cpu:.2f} s) "
+            f"| ideal {n} x 50 ms / {CONCURRENCY} = {ideal:.2f} s ({attempts} attempts x 50 ms / {CONCURRENCY} = "
+            f"{ideal_attempts:.2f} s); bare `openai` client, {n} requests of the same size, no database, rendering "
+            f"or parsing: typed `chat.completions.create` {bare:.2f} s (CPU {bare_cpu:.2f} s), the runner's path "
+            f"(orjson body, `client.post`, aiohttp) {lean:.2f} s (CPU {lean_cpu:.2f} s) "
+            f"| {ratio:.2f} ({elapsed / ideal_attempts:.2f} of the attempts' ideal; {elapsed / lean:.2f} of the "
+            f"runner's path bare) | within 1.3x | {'yes' if ratio <= 1.3 else '**no**'} |"]
 
 
 if __name__ == "__main__":

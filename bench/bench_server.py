@@ -16,7 +16,7 @@ Measured in the same run, per database (medians of BENCH_REPEAT phases of PHASE_
 
 BENCH_SERVER_S sets the phase length (default 5 s), BENCH_SERVER_DBS=sqlite skips PostgreSQL,
 BENCH_PG_WORKERS the PostgreSQL server's workers (default 2).
-Quick mode (the suite's smoke test): SQLite only, 4 annotators, 0.5 s phases, a 300-event run.
+Quick mode (the suite's smoke test): SQLite only, 20 runs, 4 annotators, 0.3 s phases, a 100-event run.
 Run alone: `python -m bench.run bench_server` (or `python -m bench.bench_server [--quick]`).
 """
 from __future__ import annotations
@@ -448,7 +448,7 @@ def main(quick: bool = False) -> list[str]:
     directory = bench_dir()
     repeat = int(os.environ.get("BENCH_REPEAT", "1" if quick else "3"))
     if quick:
-        n_runs, n_ann, phase_s, long_events, seeded = 40, 4, 0.3, 300, 20
+        n_runs, n_ann, phase_s, long_events, seeded = 20, 4, 0.3, 100, 10
     else:
         n_runs, n_ann, phase_s, long_events, seeded = 300, 20, float(os.environ.get("BENCH_SERVER_S", 5)), 2000, 300
     kw = {"n_annotators": n_ann, "runs_each": 10, "long_events": long_events, "seeded_runs": seeded,

@@ -4,6 +4,9 @@
     BENCH_LARGE=1 python -m bench.run   # also 25,000 runs (growth rows: 2,500 -> 25,000); slow
     python -m bench.run --quick    # tiny sizes, one repetition (the suite's smoke test runs this)
 
+The "## Scale" section (`make bench-scale`, bench/bench_scale.py) of the RESULTS.md it rewrites is
+kept as it is, before the notes.
+
 Environment: BENCH_REPEAT (repetitions, default 3), BENCH_DIR (corpora and databases, default a
 temp folder), A2A_TEST_PG_ADMIN_URL (PostgreSQL; rows say "not measured" when it is unreachable).
 """
@@ -46,6 +49,24 @@ def machine() -> str:
             f"Python {platform.python_version()} · {platform.platform()} · {load} at the start")
 
 
+#: sections of RESULTS.md written by other benchmarks (`make bench-scale`): kept when it is rewritten
+KEPT = ("## Scale",)
+
+
+def kept_sections(path: Path | None) -> str:
+    """The KEPT sections of the RESULTS.md at ``path`` (each up to the next "## " heading), as they are."""
+    if path is None or not path.exists():
+        return ""
+    lines = path.read_text().splitlines()
+    out: list[str] = []
+    for title in KEPT:
+        if title in lines:
+            i = lines.index(title)
+            j = next((k for k in range(i + 1, len(lines)) if lines[k].startswith("## ")), len(lines))
+            out += lines[i:j]
+    return "\n".join(out).strip()
+
+
 def run(quick: bool = False, out_path: Path | None = None, only: list[str] | None = None) -> str:
     """Run the sections (all, or those named in ``only``); write and return the markdown."""
     import importlib
@@ -66,6 +87,9 @@ def run(quick: bool = False, out_path: Path | None = None, only: list[str] | Non
         mod = importlib.import_module(f"bench.{module}")
         rows = mod.main(quick=quick)
         out += [f"## {title}", "", *getattr(mod, "HEADER", HEADER), *rows, ""]
+    kept = kept_sections(out_path)
+    if kept:
+        out += [kept, ""]
     notes = HERE / "NOTES.md"
     if notes.exists() and not quick:
         out += [notes.read_text().strip(), ""]

@@ -98,3 +98,16 @@ def engine(db_url) -> Iterator[Engine]:
 def session(engine) -> Iterator[Session]:
     with Session(engine) as s:
         yield s
+
+
+def pytest_collection_modifyitems(config, items) -> None:
+    """For `make test` (`-n 2 --dist loadgroup`): the tests of a module that builds something per
+    module (a module-scoped fixture: a live server, a browser, a corpus) run on one worker, so it
+    is built once; every other test is scheduled on its own, so the two workers finish together.
+    Modules marked `xdist_group` themselves keep their group (the live-server modules share one)."""
+    for item in items:
+        if item.get_closest_marker("xdist_group"):
+            continue
+        defs = getattr(item, "_fixtureinfo", None)
+        if defs and any(fd.scope == "module" for fds in defs.name2fixturedefs.values() for fd in fds):
+            item.add_marker(pytest.mark.xdist_group(item.module.__name__))

@@ -14,6 +14,10 @@ Two equivalent ways of drawing those weights are used, whichever is cheaper:
   patterns they fall in.
 
 Both use the caller's seeded ``numpy.random.Generator``, so a seed gives the same interval.
+
+Each chunk of replicates is a checkpoint (`app.core.checkpoint`): in a job, the replicates done
+count as its progress and a cancelled or over-budget job stops before its next chunk; elsewhere
+the checkpoint does nothing.
 """
 
 from __future__ import annotations
@@ -21,6 +25,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 
 import numpy as np
+
+from app.core.checkpoint import checkpoint
 
 __all__ = ["bootstrap_values", "percentile_ci", "replicate_weights"]
 
@@ -52,6 +58,7 @@ def replicate_weights(
     p = counts / n if n > 0 else counts.astype(float)
     done = 0
     while done < n_boot:
+        checkpoint(0)  # a cancelled job stops before drawing the next chunk
         b = min(chunk, n_boot - done)
         if use_index:
             assert unit_pattern is not None
@@ -62,6 +69,7 @@ def replicate_weights(
             w = rng.multinomial(n, p, size=b)
         yield w.astype(np.float64)
         done += b
+        checkpoint(b)  # the chunk's statistic is computed: b replicates done
 
 
 def bootstrap_values(

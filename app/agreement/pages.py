@@ -134,7 +134,7 @@ def agreement_page(
     ctx: dict[str, Any] = {"f": f, "options": options, "n_boot": nb, "seed": seed, "names": COEFFICIENT_NAMES,
                            "report": None, "gold": None, "chart": None, "error": None, "attribution": None,
                            "forest": None, "freshness": None}
-    st, scope = _study(session, user, study)
+    st, _ = _study(session, user, study)
     ctx["switcher"] = study_switcher(session, user, "agreement", st)
     common = {"taxonomy": f["taxonomy"], "family": f["family"], "annotators": f["annotators"] or None,
               "include_judges": f["include_judges"], "confidence": 0.95, "study": study_cache_key(st)}
@@ -150,23 +150,25 @@ def agreement_page(
         from app.taxonomies.service import attribution_schema
 
         schema = attribution_schema(service._resolve_taxonomy(session, f["taxonomy"]))
-        if schema is not None:
-            data = service.load_agreement_data(session, taxonomy=f["taxonomy"], family=f["family"],
-                                               annotators=f["annotators"] or None,
-                                               include_judges=f["include_judges"], scope=scope)
+        attr_got = None
+        if schema is not None:  # a stored result too: its own key, as k is its own parameter
             kk = k if k is not None else int(schema.get("k", 1))
-            attribution = service.attribution_payload(data, k=kk) if len(data.attributions) else None
+            attr_got = stored_results.get_result(session, "agreement_attribution", stored_results.with_query(
+                {**common, "k": kk}, query), user_id=user.id)
     except (service.AgreementError, stored_results.ResultFailed) as exc:
         ctx["error"] = str(exc)
         return render(request, "agreement/dashboard.html", status_code=422, **ctx)
-    pending = [g.job_id for g in (got, gold_got) if g.state == "pending"]
+    pending = [g.job_id for g in (got, gold_got, attr_got) if g is not None and g.state == "pending"]
     if pending:
         ctx["error"] = (f"The agreement is being computed in the background (job {', '.join(pending)}); "
                         "reload this page in a moment.")
         return render(request, "agreement/dashboard.html", status_code=202, **ctx)
     report, gold = got.payload, gold_got.payload
-    ctx["freshness"] = {"computed_at": got.computed_at, "stale": got.stale or gold_got.stale,
-                        "job": got.job_id or gold_got.job_id}
+    if attr_got is not None and attr_got.payload.get("n_attributions"):  # none: the selection has no attributions
+        attribution = attr_got.payload
+    parts = [g for g in (got, gold_got, attr_got) if g is not None]
+    ctx["freshness"] = {"computed_at": got.computed_at, "stale": any(g.stale for g in parts),
+                        "job": next((g.job_id for g in parts if g.job_id), None)}
     pw = report["pairwise_cohen"]
     kinds = [report["annotator_kinds"].get(a, "human") for a in pw["annotators"]]
     ctx.update(forest=_mode_forest(report))
@@ -184,17 +186,24 @@ def judges_page(request: Request, session: SessionDep, user: ReviewerPage,
     the human majority and against gold, with per-mode precision and recall."""
     f = _filters(taxonomy, family, None, True)
     ctx: dict[str, Any] = {"f": f, "options": service.filter_options(session), "report": None, "chart": None,
-                           "error": None}
-    try:
-        data = service.load_agreement_data(session, taxonomy=f["taxonomy"], family=f["family"], include_judges=True)
-        report = service.judges_payload(data, n_boot=0)
-    except service.AgreementError as exc:
+                           "error": None, "freshness": None}
+    try:  # a stored result (app.results): served with its age, recomputed by a job when the data change
+        got = stored_results.get_result(session, "agreement_judges_page", stored_results.with_query(
+            {"taxonomy": f["taxonomy"], "family": f["family"], "n_boot": 0, "seed": 0}, request.query_params),
+            user_id=user.id)
+    except stored_results.ResultFailed as exc:
         ctx["error"] = str(exc)
         return render(request, "agreement/judges.html", status_code=422, **ctx)
+    if got.state == "pending":
+        ctx["error"] = (f"The judges' agreement is being computed in the background (job {got.job_id}); "
+                        "reload this page in a moment.")
+        return render(request, "agreement/judges.html", status_code=202, **ctx)
+    report = got.payload["report"]
+    ctx["freshness"] = {"computed_at": got.computed_at, "stale": got.stale, "job": got.job_id}
     pw = report["pairwise_cohen"]
     ctx.update(report=report, chart=_kappa_heatmap(pw["annotators"], pw["matrix"],
                                                    "Pairwise Cohen's kappa, humans and judges", pw["kinds"]),
-               modes=data.modes)
+               modes=got.payload["modes"])
     return render(request, "agreement/judges.html", **ctx)
 
 

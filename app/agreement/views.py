@@ -149,20 +149,20 @@ def agreement_gold(
         "`step_within_k` (steps at most `k` apart), `agent_and_step`, each `{n_pairs, n_agree, proportion}`; "
         "`per_run` lists each run's attributions; `labels_without_agent` and `labels_without_mode` count the "
         "labels that lack an agent or a mode. Judges (`judge:*`) count by default here. 403 for annotators "
-        "under blind mode."),
-    responses={403: {"description": "blind mode"}, 422: {"description": "bad parameter; `detail` names it"}},
+        "under blind mode." + stored.DESCRIPTION),
+    responses={**stored.RESPONSES, 403: {"description": "blind mode"}, 422: {"description": "bad parameter; `detail` names it"}},
 )
 def agreement_attribution(
-    session: SessionDep, user: ApiUser,
+    request: Request, session: SessionDep, user: ApiUser,
     k: Annotated[int, Query(ge=0, le=1_000_000, description="Steps at most k apart agree (`step_within_k`).")] = 1,
     study: StudyQuery = None, taxonomy: TaxonomyQuery = None, family: FamilyQuery = None,
     annotators: AnnotatorsQuery = None,
     include_judges: Annotated[bool, Query(description="Count `judge:*` annotators too.")] = True,
 ) -> dict[str, Any]:
     require_labels_visible(session, user, "agreement")
-    _, scope = study_scope(session, user, "agreement", study)
-    data = _load(session, taxonomy, family, annotators, include_judges, scope)
-    return service.attribution_payload(data, k=k)
+    st, _ = study_scope(session, user, "agreement", study)
+    return stored.respond(request, session, user, "agreement_attribution", {"study": study_cache_key(st), "k": k,
+        "taxonomy": taxonomy, "family": family, "annotators": annotators, "include_judges": include_judges})
 
 
 @router.get(

@@ -10,7 +10,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, HTTPException, Query, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse
-from sqlmodel import select
+from sqlmodel import Session, select
 
 from app.annotations import service
 from app.annotations.assignments import create_assignments, next_in_queue, user_queue
@@ -141,14 +141,31 @@ def mine(session: SessionDep, user: ApiUser, run_id: str,
     return service.annotations_to_api(session, [ann])[0]
 
 
-def _import_labels(engine, path, filename: str, content_type: str) -> dict[str, Any]:
+def import_labels_file(engine, path, filename: str, content_type: str) -> dict[str, Any]:
+    """Import the label file at ``path`` in one write transaction (the `import_labels` job)."""
+    from pathlib import Path
+
     from app.annotations.labels_import import import_labels
 
-    data = path.read_bytes()
+    data = Path(path).read_bytes()
     with write_session(engine) as session:  # SQLite: BEGIN IMMEDIATE (waits its turn, no stale-snapshot failure)
         summary = import_labels(session, data, filename, content_type)
         session.commit()
     return summary.to_dict()
+
+
+def _submit_label_import(engine, job_id: str, params: dict[str, Any], user_id: int | None):
+    from app.jobs import queue
+    from app.jobs.models import Job
+
+    with Session(engine) as session:
+        session.add(Job(id=job_id, kind="import_labels", params=params, user_id=user_id))
+        session.commit()
+    queue.send(job_id, engine=engine)
+    with Session(engine) as session:
+        job = session.get(Job, job_id)
+        session.expunge(job)
+        return job
 
 
 @router.post(
@@ -161,23 +178,54 @@ def _import_labels(engine, path, filename: str, content_type: str) -> dict[str, 
         "an empty or `none` mode marks 'no failure found'; names that are not human users become "
         "`judge:*` annotators. Each group is stored whole or rejected with errors naming file, line and "
         "field; re-importing replaces the annotator's imported annotation (idempotent). Answers "
-        "`{imported, replaced, rejected, errors:[{location, message}]}`."),
+        "`{imported, replaced, rejected, errors:[{location, message}]}`. The body is stored and imported by "
+        "a background job (kind `import_labels`): the answer is the summary when the job ends within "
+        "IMPORT_WAIT_SECONDS (header `Content-Location` names the job); otherwise, or with "
+        "`Prefer: respond-async`, 202 with `Location` of the job, whose `result` is then the summary."),
     openapi_extra={"requestBody": upload_request_body(
         {"text/csv": "CSV with a header row naming the columns",
          "application/x-ndjson": "JSON Lines: one label a line"},
         "Labels to import: CSV, JSON Lines, or a multipart upload (field `file`).")},
-    responses={400: {"description": "the client disconnected before the body was complete"},
+    responses={202: {"description": "the import job is queued or running: `{job}`, `Location: /api/v1/jobs/{id}`"},
+               400: {"description": "the client disconnected before the body was complete"},
                403: {"description": "requires role admin or reviewer"},
                408: {"description": "the body stalled (UPLOAD_IDLE_TIMEOUT) or took too long (UPLOAD_TOTAL_TIMEOUT)"},
                413: {"description": "upload larger than MAX_UPLOAD_BYTES (refused as soon as it is passed)"},
                422: {"description": "empty body, or a multipart upload without the field `file`"}},
 )
-async def import_labels(request: Request, user: UploadReviewer) -> dict[str, Any]:
-    # no database connection is held while the body streams to a temporary file
+async def import_labels(request: Request, user: UploadReviewer) -> Any:
+    # no database connection is held while the body streams to a temporary file, handed to a job
+    import asyncio
+    import time
+
+    from app.core.scratch import job_dir
+    from app.jobs import service as jobs
+    from app.jobs.models import FINAL
+
+    engine = request.app.state.engine
     with await receive_upload(
             request, lambda ct: "request-body.csv" if "csv" in ct else ("request-body.jsonl" if "json" in ct else "request-body"),
             "body: empty; send CSV, JSON Lines or a file") as up:
-        return await run_in_threadpool(_import_labels, request.app.state.engine, up.path, up.filename, up.content_type)
+        job_id = jobs.new_id()
+        folder = job_dir(job_id)
+        path = await run_in_threadpool(up.hand_over, folder)
+    params = {"path": str(path), "filename": up.filename, "content_type": up.content_type, "folder": str(folder)}
+    job = await run_in_threadpool(_submit_label_import, engine, job_id, params, user.id)
+    location = f"/api/v1/jobs/{job_id}"
+    respond_async = "respond-async" in request.headers.get("prefer", "").lower()
+    deadline, delay = time.monotonic() + (0.0 if respond_async else get_settings().import_wait_seconds), 0.05
+    while job.state not in FINAL and time.monotonic() < deadline:
+        await asyncio.sleep(min(delay, max(0.0, deadline - time.monotonic())))
+        delay = min(delay * 1.5, 0.5)
+        job = await run_in_threadpool(jobs.wait_for, engine, job_id, 0.0)
+    if respond_async:
+        return JSONResponse({"job": jobs.payload(job)}, status_code=202, headers={"Location": location})
+    if job.state == "done":
+        return JSONResponse(job.result, headers={"Content-Location": location})
+    if job.state in ("failed", "cancelled"):
+        return JSONResponse({"detail": f"the label import {job.state}: {job.error}", "job": location},
+                            status_code=422, headers={"Location": location})
+    return JSONResponse({"job": jobs.payload(job)}, status_code=202, headers={"Location": location})
 
 
 @router.get(

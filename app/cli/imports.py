@@ -113,7 +113,8 @@ def _check_format(ctx, param, value):
 @click.option("--replace", is_flag=True, help="Overwrite runs already stored with different content.")
 @click.option("--show-unused", is_flag=True, help="List every file of a directory tree that was not used.")
 @click.option("--profile", "profile", default=None, metavar="FILE|NAME",
-              help="Import profile (YAML) saying how to read directory trees, or a built-in profile's name "
+              help="Import profile (YAML) saying how to read directory trees, or files holding runs (its "
+                   "`runs` block: several runs per file, one file per run), or a built-in profile's name "
                    "(default: the profile `a2annotate inspect` infers for each tree).")
 @click.option("--strict", is_flag=True,
               help="Reject every run that needed a warning (each problem is listed), instead of keeping it; "

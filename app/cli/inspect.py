@@ -21,8 +21,11 @@ def inspect_cmd(path: str, write_profile: str | None) -> None:
     seen for status/visibility/kind/result keys, what the inferred profile maps and what it
     leaves unmapped. A single file is dry-run: the readers asked (each with its score and reason),
     the reader the import would use, the runs, agents, principals and events it would store and the
-    warnings it would raise, grouped by cause. `--write-profile FILE` writes that profile as a starting point: unedited,
-    `a2annotate import PATH --profile FILE` reads the tree the way plain `import PATH` does.
+    warnings it would raise, grouped by cause. A file or folder holding runs (a JSON array of runs,
+    a list of runs beside shared data such as `simulations[]` beside `tasks[]`, JSON Lines of runs,
+    one file per run) is also reported as such: the runs found per file, and a starter profile with
+    a `runs` block dry-run on every run. `--write-profile FILE` writes that profile as a starting
+    point: unedited, `a2annotate import PATH --profile FILE` reads PATH the way inspect describes.
     """
     import tempfile
     import zipfile
@@ -41,8 +44,17 @@ def inspect_cmd(path: str, write_profile: str | None) -> None:
         return
     if os.path.isfile(path):
         from app.ingest.inspect import dry_run, render_dry_run
+        from app.ingest.inspect_runs import inspect_runs
 
         click.echo(render_dry_run(dry_run(path)))
+        held = inspect_runs(path)  # a file holding runs: the runs found and a starter profile with `runs`
+        if held is not None:
+            click.echo("")
+            click.echo("read with an import profile instead (a `runs` block; write it with --write-profile):")
+            _output(held, write_profile, render, profile_text)
+        elif write_profile:
+            raise click.UsageError(f"{path}: no runs held in this file that inspect can see, so no profile "
+                                   "to write (a folder of run directories gets one)")
         return
     _output(inspect_tree(path), write_profile, render, profile_text)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 import logging
 import threading
+import time
 
 import click
 from sqlmodel import Session
@@ -24,7 +25,7 @@ def worker(concurrency: int) -> None:
     SIGTERM, letting running jobs finish within their budget."""
     from app.core.config import get_settings
     from app.jobs.queue import broker_url, get_huey
-    from app.jobs.service import reap_stale, worker_engine
+    from app.jobs.service import SWEEP_SECONDS, reap_stale, sweep_job_files, worker_engine
 
     if broker_url() == "immediate":
         raise click.UsageError("JOBS_BROKER=immediate runs jobs where they are enqueued: no worker is needed")
@@ -36,12 +37,29 @@ def worker(concurrency: int) -> None:
     every = max(1.0, get_settings().job_stale_seconds / 3)
     stop = threading.Event()
 
+    def sweep() -> None:
+        try:
+            sweep_job_files(worker_engine())
+        except Exception:  # noqa: BLE001 - logged; the next round tries again
+            logging.getLogger("a2annotate.jobs").warning("sweeping job files failed", exc_info=True)
+
+    # the first sweep here, before the thread starts: the consumer forks its job processes as it
+    # starts, and a fork while another thread holds a lock (the engine's pool, logging) would
+    # leave that lock held forever in the child
+    sweep()
+
     def reaper() -> None:
+        """Every third of JOB_STALE_SECONDS: restart jobs whose worker died; every SWEEP_SECONDS:
+        remove job files past JOB_FILE_RETENTION_HOURS."""
+        last_sweep = time.monotonic()
         while not stop.wait(every):
             try:
                 reap_stale(worker_engine())
             except Exception:  # noqa: BLE001 - logged; the next round tries again
                 logging.getLogger("a2annotate.jobs").warning("reaping stale jobs failed", exc_info=True)
+            if time.monotonic() - last_sweep >= SWEEP_SECONDS:
+                sweep()
+                last_sweep = time.monotonic()
 
     threading.Thread(target=reaper, name="job-reaper", daemon=True).start()
     click.echo(f"a2annotate worker: {concurrency} process(es) on {broker_url()}")

@@ -92,6 +92,9 @@ class Settings(BaseSettings):
     #: A running job whose worker has not reported for this many seconds lost its worker: it is
     #: started again (or failed once out of retries) by the next worker that looks.
     job_stale_seconds: float = Field(60.0, gt=0)
+    #: Hours a finished job's file (an export in UPLOAD_DIR/jobs/<id>) is kept for
+    #: GET /api/v1/jobs/{id}/file; then workers remove it and the download answers 410 Gone.
+    job_file_retention_hours: float = Field(168.0, gt=0)
     #: POST /api/v1/imports waits this long for its import job before answering 202 with the job.
     import_wait_seconds: float = Field(30.0, ge=0)
     #: GET /api/v1/exports/hf.zip waits this long for its export job before answering 202 with the job.

@@ -1,4 +1,5 @@
-"""`/admin/detectors`: run the detectors, turn hints on per assignment batch, see their scores.
+"""`/admin/detectors`: run the detectors (a `detect` job, shown at `/jobs/{id}`), turn hints on per
+assignment batch, see their scores.
 
 Routes stay thin: the work is in `app.detectors.service`. Only admins change things; every form
 post carries the session's CSRF token.
@@ -20,6 +21,8 @@ from app.web.templating import render
 router = APIRouter(include_in_schema=False)
 CSRF = [Depends(verify_form_csrf)]
 URL = "/admin/detectors"
+#: bootstrap resamples of the scores' F1 intervals on the page
+PAGE_N_BOOT = 200
 
 
 def _back(request: Request, kind: str, text: str, study: str = "") -> RedirectResponse:
@@ -44,8 +47,25 @@ def detectors_page(request: Request, session: SessionDep, user: PageUser, refere
              "mode": mapping.get(d.key) or mapping.get(d.name)} for d in reg.detectors]
     reference = reference if reference in det.REFERENCES else "truth"
     level = level if level in ("run", "agent") else "run"
-    scores = det.score_report(session, reference=reference, level=level, n_boot=200) if tax is not None else None
+    scores, scores_state, freshness = None, None, None
+    if tax is not None:  # a stored result (app.results): served with its age, recomputed by a job on new data
+        from app.results import service as stored_results
+
+        try:
+            got = stored_results.get_result(session, "detector_scores", {"reference": reference, "level": level,
+                                                                         "n_boot": PAGE_N_BOOT, "seed": 0},
+                                            user_id=user.id)
+        except stored_results.ResultFailed as exc:
+            scores_state = str(exc)
+        else:
+            if got.state == "pending":
+                scores_state = (f"The scores are being computed in the background (job {got.job_id}); "
+                                "reload this page in a moment.")
+            else:
+                scores = got.payload
+                freshness = {"computed_at": got.computed_at, "stale": got.stale, "job": got.job_id}
     return render(request, "admin/detectors.html", detectors=rows, problems=reg.problems, scores=scores,
+                  scores_state=scores_state, freshness=freshness,
                   batches=det.all_batches(session), reference=reference, level=level,
                   taxonomy=f"{tax.key}@{tax.version}" if tax is not None else None,
                   flash=request.session.pop("flash", None), study=st,
@@ -56,24 +76,21 @@ def detectors_page(request: Request, session: SessionDep, user: PageUser, refere
 def detectors_run(request: Request, session: SessionDep, user: PageUser,
                   only: Annotated[str, Form()] = "", run_id: Annotated[str, Form()] = "",
                   study: Annotated[str, Form()] = ""):
-    """Run every detector (or `only` one) on every run (or `run_id`), within `study` when given."""
+    """Enqueue a `detect` job for every detector (or `only` one) on every run (or `run_id`), within
+    `study` when given, and show the job (`/jobs/{id}`: progress, outcome, cancel). A detector name
+    that does not exist is refused here, before any job."""
+    from app.jobs import service as jobs
     from app.studies.access import study_for
-    from app.studies.service import study_run_ids
 
     st = study_for(session, user, "detect", study)
+    names = [only.strip()] if only.strip() else None
     try:
-        summary = det.detect_all(session, only=[only] if only.strip() else None,
-                                 run_ids=[run_id.strip()] if run_id.strip() else None,
-                                 scope=study_run_ids(session, st))
+        det.select_detectors(det.registry(), names)
     except det.DetectError as exc:
-        session.rollback()
         return _back(request, "error", str(exc), study)
-    text = summary.line()
-    if summary.errors:
-        first = summary.errors[0]
-        text += f" (first: run {first['run_id']}, detector {first['detector']}: {first['error']})"
-        return _back(request, "error", text, study)
-    return _back(request, "ok", text, study)
+    job = jobs.submit(session, "detect", {"only": names, "run_ids": [run_id.strip()] if run_id.strip() else None,
+                                          "study": None if st is None else st.id}, user.id)
+    return RedirectResponse(f"/jobs/{job.id}", status_code=303)
 
 
 @router.post(f"{URL}/hints", dependencies=CSRF)

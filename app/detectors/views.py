@@ -3,7 +3,8 @@
 * ``GET /api/v1/detectors``: the registered detectors and the mode each maps to (any user);
 * ``POST /api/v1/detectors/run``: run them on stored runs (admins), answers the summary;
 * ``GET /api/v1/detectors/scores``: precision, recall and F1 per mode with intervals against the
-  demo's seeded truth (admins) or the gold labels (reviewers and admins).
+  demo's seeded truth (admins) or the gold labels (reviewers and admins); a stored result
+  (`app.results`: served with its age, recomputed by a `result` job when the data change).
 
 Errors are ``{"detail": "..."}``: 422 for an unknown detector, run or parameter.
 """
@@ -19,6 +20,8 @@ from app.annotations.http import JsonErrorRoute, api_csrf
 from app.api.deps import ApiUser, ReviewerUser, SessionDep
 from app.detectors import mode_map
 from app.detectors import service as det
+from app.results.http import DESCRIPTION as RESULT_DESCRIPTION
+from app.results.http import RESPONSES as RESULT_RESPONSES
 
 router = APIRouter(prefix="/api/v1/detectors", tags=["detectors"], route_class=JsonErrorRoute,
                    dependencies=[Depends(api_csrf)])
@@ -81,23 +84,24 @@ def run_detectors(body: RunIn, request: Request, session: SessionDep, user: ApiU
     return JSONResponse({"job": jobs.payload(job)}, status_code=202, headers={"Location": location})
 
 
-@router.get("/scores", summary="Detector scores against truth or gold", responses=SCORE_ERRORS,
+@router.get("/scores", summary="Detector scores against truth or gold",
+            responses={**SCORE_ERRORS, **RESULT_RESPONSES},
             description="Per detector (then the other judges and the human labels made with hints on / off) and "
                         "mode: tp, fp, fn, precision and recall with Wilson intervals, F1 with a bootstrap "
                         "interval over runs; against the demo's seeded truth (admins only, like the truth "
                         "itself) or the adjudicated gold labels; `human_agreement`: agreement among the human "
-                        "annotators with hints on vs off.")
+                        "annotators with hints on vs off." + RESULT_DESCRIPTION)
 def detector_scores(
-    session: SessionDep, user: ReviewerUser,
+    request: Request, session: SessionDep, user: ReviewerUser,
     reference: Annotated[Literal["truth", "gold"], Query(description="Seeded demo truth or gold labels.")] = "truth",
     level: Annotated[Literal["run", "agent"], Query(description="Count (run, mode) or (run, mode, agent).")] = "run",
     n_boot: Annotated[int, Query(ge=0, le=10_000, description="Bootstrap resamples for the F1 interval.")] = 1000,
     seed: Annotated[int, Query(ge=0, description="Seed of the bootstrap.")] = 0,
-) -> dict[str, Any]:
+) -> Any:
     if reference == "truth" and user.role != "admin":
         raise HTTPException(403, "scores against the demo's seeded truth are for admins (the truth is withheld "
                                  "from everyone else); use reference=gold")
-    try:
-        return det.score_report(session, reference=reference, level=level, n_boot=n_boot, seed=seed)
-    except det.DetectError as exc:
-        raise HTTPException(422, str(exc)) from None
+    from app.results.http import respond
+
+    return respond(request, session, user, "detector_scores",
+                   {"reference": reference, "level": level, "n_boot": n_boot, "seed": seed})

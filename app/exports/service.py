@@ -30,6 +30,7 @@ from sqlmodel import Session
 
 from app.annotations.models import Annotation, GoldLabel, GoldRun, Label
 from app.auth.models import User
+from app.core.checkpoint import checkpoint
 from app.exports import arrow as _arrow
 from app.exports.arrow import neutralise_formula
 from app.exports.schema import FORMATS, TABLES, TableSpec, arrow_schema, table_spec
@@ -679,7 +680,9 @@ def export_to_dir(engine: Engine, out_dir: str | Path, fmt: str, tables: Iterabl
         path = out / file_name(name, fmt)
         tmp = path.with_name(path.name + ".part")
         with open(tmp, "wb") as fh:
-            fh.writelines(export_stream(engine, name, fmt, opts))
+            for chunk in export_stream(engine, name, fmt, opts):
+                fh.write(chunk)
+                checkpoint(0)  # in a job: a cancel or a spent budget stops the export here
         tmp.replace(path)
         written.append((name, path, opts.counts[name]))
     return written

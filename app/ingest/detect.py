@@ -6,11 +6,14 @@ score wins. `detect_format(path)` returns that reader's name; a path no reader t
 with every reader's reason and a pointer to `a2annotate inspect`. ``--format NAME`` (`iter_path(...,
 format=NAME)`) names any registered reader (or an alias: ``openinference`` is the ``otlp`` reader).
 
-Directories (and .zip archives, read as the directory they hold): a reader with `reads_dirs`
-that scores above the tree reader takes the whole directory; otherwise run directories go to the
+Directories (and .zip archives, read as the directory they hold): unless an import profile is
+given, a reader with `reads_dirs` that scores above the tree reader takes the whole directory;
+otherwise run directories (or, with a profile's `runs` block, the files holding runs) go to the
 tree reader (with the import profile given, or the one inferred for the tree) and every other
 file is read by the reader the registry picks for it (the forced format, if one was given), so
 a directory written by `write_files` reads back; files no reader takes are reported as unused.
+A single file given with a profile that has a `runs` block is read by that block
+(`app.ingest.profiled_runs`).
 """
 from __future__ import annotations
 
@@ -248,7 +251,7 @@ def _iter_path(path: Path, shown: str, fmt: str | None, mp: Mapping, profile: An
         if forced is not None and getattr(forced, "reads_dirs", False) and forced.name != TREE:
             yield from forced.read(path, shown)
             return
-        if forced is None:
+        if forced is None and profile is None:  # a profile given says how to read the folder
             pick = reg.pick(path, dirs=True)
             if pick.reader is not None and pick.name != TREE:
                 yield from pick.reader.read(path, shown)
@@ -258,6 +261,11 @@ def _iter_path(path: Path, shown: str, fmt: str | None, mp: Mapping, profile: An
         yield error_item(shown, "no such file or directory")
     elif forced is not None and forced.name != TREE and not zipfile.is_zipfile(path):
         yield from forced.read(path, shown)
+    elif profile is not None and profile.get("runs") and not zipfile.is_zipfile(path):
+        # a file holding runs, read by the profile's `runs` block through the tree reader
+        from app.ingest.readers.tree import TreeReader
+
+        yield from TreeReader(mapping=mp, profile=profile).read_runs_file(path, shown)
     elif forced is not None and forced.name == TREE and not zipfile.is_zipfile(path):
         yield error_item(shown, "a tree must be a directory or a zip archive")
     elif zipfile.is_zipfile(path) and (forced is not None or reg.pick(path, dirs=False).name in (TREE, None)):

@@ -154,6 +154,8 @@ class Inspection:
     sampled_runs: int = 0
     #: the log's actors are no agents of the metadata: propose ``agents: {from: actors}``
     suggest_agents: bool = False
+    #: runs held in files (app.ingest.inspect_runs.RunsFound): how, and how many per file
+    runs_found: Any = None
 
 
 # --------------------------------------------------------------------------- walking
@@ -487,6 +489,14 @@ def inspect_tree(root: str | os.PathLike, taxonomy: Any = None, *, dry_runs: boo
     (a tie: the built-in); `Inspection.candidates` and `choice` say so."""
     root = Path(root)
     foreign = _inspect_foreign(root, taxonomy)
+    if not foreign.run_dirs and not foreign.single_run and dry_runs and not has_builtin_names(root):
+        from app.ingest.inspect_runs import inspect_runs
+
+        held = inspect_runs(root)  # no run directories: files holding runs (several per file, or one each)
+        if held is not None:
+            held.loose_files = foreign.loose_files  # and what plain `import` (no profile) makes of each
+            _loose_readers(root, held)
+            return held
     if not has_builtin_names(root):
         if dry_runs:
             foreign.dry = sample_dry_run(root, foreign.profile)
@@ -941,8 +951,24 @@ def render(ins: Inspection) -> str:
         out.append(ins.choice or "")
     elif ins.builtin:
         out.append("layout: a2annotate's own names (built-in profile 'a2annotate')")
-    out.append(f"run directories: {len(ins.run_dirs)}" + ("  (PATH is itself one run directory)"
-                                                           if ins.single_run else ""))
+    rf = ins.runs_found
+    if rf is not None:
+        how = ("one run per file" if rf.each == "file" else
+               f"several runs per file, the list at {rf.records!r}" if rf.records else
+               "several runs per file (the array itself, or one a line)")
+        out.append(f"runs held in files ({how}): {sum(n for _, n in rf.files)} run(s) in {len(rf.files)} file(s)")
+        for name, n in rf.files[:12]:
+            out.append(f"  {name}: {n} run(s)")
+        if len(rf.files) > 12:
+            out.append(f"  ... and {len(rf.files) - 12} more file(s)")
+        spec = (ins.profile.spec.get("runs") or {}) if ins.profile else {}
+        for role, j in (spec.get("join") or {}).items():
+            out.append(f"  shared with each run as its {role}: {j['from']!r}"
+                       + (f" (the item whose {j['key']!r} is the run's {j['run_key']!r})" if j.get("key") else "")
+                       + (f" from {j['file']}" if j.get("file") else ""))
+    else:
+        out.append(f"run directories: {len(ins.run_dirs)}" + ("  (PATH is itself one run directory)"
+                                                               if ins.single_run else ""))
     if ins.path_template:
         shown = ins.path_template if isinstance(ins.path_template, str) else " | ".join(ins.path_template)
         out.append(f"path pattern: {shown}   (e.g. {', '.join(ins.path_examples[:2])})")
@@ -951,14 +977,19 @@ def render(ins: Inspection) -> str:
         out.append(f"manifest: {m['file']} (run directory in {m['path']!r}"
                    + (f", run id in {m['run_id']!r}" if m.get("run_id") else "") + ") - read as a manifest, not a run")
     if ins.loose_files:
-        out.append(f"files outside run directories: {len(ins.loose_files)}")
+        out.append(f"files outside run directories: {len(ins.loose_files)}" if rf is None else
+                   f"files at the top, as plain `import` (no profile) reads them: {len(ins.loose_files)}")
         for name, reader, tried in ins.loose_readers:
             if reader:
                 out.append(f"  {name}: read by {reader!r}")
             else:
                 out.append(f"  {name}: no reader takes it: " + "; ".join(f"{n}: {r}" for n, _, r in tried))
     sampled = min(len(ins.run_dirs), SAMPLE_RUNS) if not ins.single_run else 1
-    if not ins.groups:
+    if rf is not None:
+        out.append("")
+        out.append(f"parts of the run records by role, from {min(sum(n for _, n in rf.files), SAMPLE_RECORDS)} "
+                   "run(s) sampled (part: role, records); keys with how many records have them, * = mapped to nothing:")
+    elif not ins.groups:
         out.append("")
         out.append("no run directories found: no file was sampled for keys" if not ins.run_dirs and
                    not ins.single_run else "the run directories hold no files")
@@ -968,7 +999,8 @@ def render(ins: Inspection) -> str:
                    "keys with how many records have them, * = mapped to nothing:")
     for g in sorted(ins.groups.values(), key=lambda g: g.pattern):
         role = (g.role + (f":{g.param}" if g.param else "")) if g.role else "UNMAPPED"
-        out.append(f"  {g.pattern}: {role}, {g.files} file(s)" + (f", {g.records} record(s)" if g.records else ""))
+        out.append(f"  {g.pattern}: {role}, " + (f"{g.files} file(s)" + (f", {g.records} record(s)" if g.records else "")
+                                                  if rf is None else f"{g.records} record(s)"))
         if not g.keys:
             continue
         unmapped = set(unmapped_keys(ins, g)) if g.role else {k for k in g.keys if "." not in k}
@@ -1005,7 +1037,7 @@ def render(ins: Inspection) -> str:
             mapped.append("private state from " + ", ".join(s["from"] for s in sp["private_state"]))
         if mapped:
             out.append("maps: " + "; ".join(mapped))
-    if ins.groups:
+    if ins.groups and rf is None:
         files = [g.pattern for g in ins.groups.values() if g.role is None]
         out.append("files no role takes (not imported; listed as unused files): "
                    + (", ".join(files) or f"none of the {len(ins.groups)} file pattern(s) sampled"))
@@ -1020,7 +1052,8 @@ def render(ins: Inspection) -> str:
         d = ins.dry
         n_w = sum(c for c, _ in d.warnings.values())
         out.append("")
-        out.append(f"dry run on {len(d.runs) + len(d.errors)} sampled run(s): {len(d.runs)} would be stored, "
+        what = "run(s), every one" if rf is not None else "sampled run(s)"
+        out.append(f"dry run on {len(d.runs) + len(d.errors)} {what}: {len(d.runs)} would be stored, "
                    f"{len(d.errors)} rejected; agents {', '.join(d.agents) or 'none'}; principals "
                    f"{', '.join(d.principals) or 'none'}; events by 'system': {d.system_events}")
         out.append(f"warnings the import would raise: {n_w}" + (", by cause:" if n_w else ""))
@@ -1029,6 +1062,9 @@ def render(ins: Inspection) -> str:
         for e in d.errors[:5]:
             out.append(f"  rejected: {e}")
         out.append(f"notices (kept verbatim in metadata, no text lost): {d.notices}")
+        if rf is not None:
+            out.append("files the profile does not read (listed as unused on import): "
+                       + (", ".join(d.unused[:12]) or f"none (every file of {ins.root} was read)"))
     if ins.suggest_agents:
         out.append("suggest agents: {from: actors} (the log's actors are named in no metadata)")
     if ins.suggestions or ins.suggest_agents:
@@ -1225,6 +1261,18 @@ def _short(v: Any, n: int = 50) -> str:
     return t if len(t) <= n else t[: n - 3] + "..."
 
 
+def _top(path: str) -> str:
+    """The top-level key a profile path reads (``to_string(task_id)`` -> ``task_id``)."""
+    from app.ingest.profile import is_plain_path, root_key
+
+    if is_plain_path(path):
+        return path.split(".")[0]
+    try:
+        return root_key(path) or path
+    except ValueError:
+        return path.split(".")[0].split("[")[0]
+
+
 def unmapped_keys(ins: Inspection, g: FileGroup) -> list[str]:
     """The top-level keys of a file group that the chosen profile maps to nothing."""
     if g.role is None:
@@ -1234,7 +1282,7 @@ def unmapped_keys(ins: Inspection, g: FileGroup) -> list[str]:
     else:
         keymap = ((ins.profile.spec.get("keys") or {}) if ins.profile else {})
         rk = keymap.get("judgments" if g.role == "audits" else g.role, {})
-        known = {k.split(".")[0].split("[")[0] for v in rk.values() for k in ([v] if isinstance(v, str) else v)}
+        known = {_top(k) for v in rk.values() for k in ([v] if isinstance(v, str) else v)}
         from app.ingest.profile import ROLE_FIELDS
 
         kr = "judgments" if g.role == "audits" else g.role

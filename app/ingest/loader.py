@@ -553,7 +553,8 @@ def import_paths(engine: Engine, paths: Iterable[str], *, fmt: str | None = None
     """Import every file or directory in `paths` (format auto-detected unless `fmt`).
 
     `profile` (a path, a built-in profile name or a loaded profile) says how to read directory
-    trees; without one a tree is read with the profile `a2annotate inspect` infers for it.
+    trees, and with a `runs` block files holding runs (a file given is then read by it); without
+    one a tree is read with the profile `a2annotate inspect` infers for it.
     `strict` rejects runs that needed any warning."""
     from app.ingest import iter_path
 

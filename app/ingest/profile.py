@@ -77,6 +77,48 @@ _VISIBILITY_RULE = {"type": "object", "additionalProperties": False, "required":
     "recipients": {"enum": ["all_others", "none"]}}}
 
 
+#: where a profile's runs are held inside files (app.ingest.profiled_runs): several runs per file,
+#: or one file per run
+PART_ROLES = ("metadata", "scenario", "scenario_text", "conversation", "events", "trajectory", "hops", "metrics",
+              "checks", "judgments", "audits")
+_JOIN = {"type": "object", "additionalProperties": False, "required": ["from"], "properties": {
+    "from": {"type": "string", "minLength": 1, "description": "JMESPath in the file (or in `file`) of the shared data"},
+    "file": {"type": "string", "minLength": 1, "description": "a file of the tree (relative to its root) holding it"},
+    "key": {"type": "string", "minLength": 1, "description": "with `run_key`: the key of each shared item to match"},
+    "run_key": {"type": "string", "minLength": 1, "description": "JMESPath in the run record whose value `key` must equal"},
+    "as": {"type": "string", "minLength": 1, "description": "nest the joined value under this key of the part"}}}
+_RUNS = {"type": "object", "additionalProperties": False, "required": ["each"], "properties": {
+    "files": {"oneOf": [{"type": "string", "minLength": 1},
+                        {"type": "array", "items": {"type": "string", "minLength": 1}, "minItems": 1}],
+              "description": "globs (relative to the tree's root) of the files holding runs; a file given to "
+                             "`import` is read whatever its name"},
+    "each": {"enum": ["record", "file"], "description": "record: many runs per file; file: one run per file"},
+    "records": {"type": "string", "minLength": 1,
+                "description": "JMESPath to the list of run records in a JSON file (default: the array itself, "
+                               "or each line of a JSON Lines file)"},
+    "parts": {"type": "object", "additionalProperties": False,
+              "x-expected": "a role (" + ", ".join(PART_ROLES) + "), optionally with :param", "description":
+              "role -> JMESPath in the run record of that part (a role may carry a parameter: trajectory:agent, "
+              "checks:L0); metadata defaults to the record without the other parts",
+              "patternProperties": {"^(" + "|".join(PART_ROLES) + ")(:[A-Za-z0-9_.-]+)?$": {
+                  "type": "string", "minLength": 1}}},
+    "join": {"type": "object", "additionalProperties": False, "description":
+             "role -> file-level data given to each run: the item whose `key` equals the run's `on`, or the "
+             "whole value when there is no key",
+             "x-expected": "metadata, scenario or metrics",
+             "patternProperties": {"^(metadata|scenario|metrics)$": _JOIN}},
+}}
+#: profile keys a block may set (not those that say where runs are)
+BLOCK_KEYS = ("description", "scenario_id", "run_id", "family", "files", "records", "keys", "keep", "values",
+              "defaults", "agents", "principals", "visibility", "metrics", "private_state", "hidden", "audits")
+_MATCH = {"oneOf": [{"type": ["string", "number", "boolean"]},
+                    {"type": "array", "items": {"type": ["string", "number", "boolean"]}, "minItems": 1}]}
+_BLOCK_WHEN = {"type": "object", "additionalProperties": False, "minProperties": 1, "properties": {
+    "family": _MATCH, "task": _MATCH, "scenario": _MATCH, "run": _MATCH,
+    "key": {"type": "string", "minLength": 1, "description": "JMESPath in the run's source metadata (the record)"},
+    "equals": {}, "in": {"type": "array"}, "matches": {"type": "string"}}}
+
+
 PROFILE_SCHEMA: dict[str, Any] = {
     "$schema": "https://json-schema.org/draft/2020-12/schema",
     "title": "a2annotate import profile",
@@ -128,7 +170,12 @@ PROFILE_SCHEMA: dict[str, Any] = {
             "id": {"type": "string"}, "name": {"type": "string"},
             "kind": {"type": "string"}, "objective": {"type": "string"}, "constraints": {"type": "string"},
             "match": {"type": "array", "items": {"type": "string", "minLength": 1}, "description":
-                      "with from: actors, the actors that are principals (names, or /regex/)"}}},
+                      "with from: actors, the actors that are principals (names, or /regex/)"},
+            "name_key": {"type": "string", "minLength": 1, "description":
+                         "with from: actors, a path in the run's source metadata (the run record) holding the "
+                         "principal's display name (its id stays the actor's name)"},
+            "objective_key": {"type": "string", "minLength": 1, "description":
+                              "with from: actors, a path in the run's source metadata holding its objective"}}},
         "visibility": {"type": "array", "items": _VISIBILITY_RULE,
                        "description": "rules by kind, actor and recipient; the first that applies wins"},
         "metrics": {"type": "object", "additionalProperties": False, "properties": {
@@ -150,8 +197,14 @@ PROFILE_SCHEMA: dict[str, Any] = {
             "taxonomy": {"type": "string"}, "source": {"type": "string"},
             "no_failure": {"type": "array", "items": {"type": "string"}},
             "modes": {"type": "object", "additionalProperties": {"type": "string"}}}},
+        "runs": _RUNS,
     },
 }
+PROFILE_SCHEMA["properties"]["blocks"] = {
+    "type": "array", "description": "per-family / per-task blocks: later blocks win, objects merge",
+    "items": {"type": "object", "additionalProperties": False, "required": ["when"], "properties": {
+        "when": _BLOCK_WHEN, "name": {"type": "string", "minLength": 1},
+        **{k: PROFILE_SCHEMA["properties"][k] for k in BLOCK_KEYS}}}}
 _VALIDATOR = Draft202012Validator(PROFILE_SCHEMA)
 
 
@@ -195,9 +248,12 @@ def validation_problems(data: Any) -> list[str]:
         path = list(err.absolute_path)
         if err.validator == "additionalProperties" and isinstance(err.instance, dict):
             allowed = sorted(err.schema.get("properties", {}))
+            patterns = [re.compile(p) for p in err.schema.get("patternProperties", {})]
             for k in err.instance:
-                if k not in allowed:
+                if k not in allowed and not any(p.search(k) for p in patterns):
                     hint = f" (expected one of: {', '.join(allowed)})" if allowed else ""
+                    if err.schema.get("x-expected"):
+                        hint = f" (expected {err.schema['x-expected']})"
                     out.append(f"{_where(path + [k])}: unknown key{hint}")
         elif err.validator == "required":
             for name in err.validator_value:
@@ -208,7 +264,7 @@ def validation_problems(data: Any) -> list[str]:
     return out
 
 
-def _path_problems(data: dict) -> list[str]:
+def _path_problems(data: dict, prefix: str = "") -> list[str]:
     out = []
     for role, keys in (data.get("keys") or {}).items():
         for fieldname, spec in (keys or {}).items():
@@ -216,7 +272,67 @@ def _path_problems(data: dict) -> list[str]:
                 try:
                     compile_path(path)
                 except ProfileError as exc:
-                    out.append(f"keys.{role}.{fieldname}: {exc}")
+                    out.append(f"{prefix}keys.{role}.{fieldname}: {exc}")
+    runs = data.get("runs") or {}
+    paths = [("runs.records", runs.get("records"))]
+    paths += [(f"runs.parts.{r}", p) for r, p in (runs.get("parts") or {}).items()]
+    for role, j in (runs.get("join") or {}).items():
+        paths += [(f"runs.join.{role}.{k}", j.get(k)) for k in ("from", "key", "run_key")]
+    for k in ("name_key", "objective_key"):
+        paths.append((f"principals.{k}", (data.get("principals") or {}).get(k)))
+    for i, block in enumerate(data.get("blocks") or []):
+        paths.append((f"blocks[{i}].when.key", (block.get("when") or {}).get("key")))
+        out += _path_problems(block, f"blocks[{i}].")
+    for where, path in paths:
+        if isinstance(path, str):
+            try:
+                compile_path(path)
+            except ProfileError as exc:
+                out.append(f"{where}: {exc}")
+    return out
+
+
+def _runs_problems(data: dict) -> list[str]:
+    out = []
+    runs = data.get("runs")
+    if isinstance(runs, dict):
+        if runs.get("each") == "file" and "records" in runs:
+            out.append("runs.records: only with each: record (one file per run has no list of runs)")
+        if data.get("run_dirs"):
+            out.append("runs: a profile reads either run directories (run_dirs) or runs held in files (runs), "
+                       "not both")
+        for glob in key_candidates(runs.get("files")):
+            problem = outside_tree_problem(glob)
+            if problem:
+                out.append(f"runs.files: {problem}")
+        for name in runs.get("parts") or {}:
+            if name == "trajectory":
+                out.append("runs.parts.trajectory: name the agent whose trajectory it is (trajectory:AGENT), "
+                           "or use conversation")
+        for role, j in (runs.get("join") or {}).items():
+            if ("key" in j) != ("run_key" in j):
+                out.append(f"runs.join.{role}: `key` and `run_key` go together (the shared item's key, "
+                           "the run's value)")
+            if isinstance(j.get("file"), str) and outside_tree_problem(j["file"]):
+                out.append(f"runs.join.{role}.file: {outside_tree_problem(j['file'])}")
+    for i, block in enumerate(data.get("blocks") or []):
+        when = block.get("when") or {}
+        tests = [k for k in ("equals", "in", "matches") if k in when]
+        if tests and "key" not in when:
+            out.append(f"blocks[{i}].when: {'/'.join(tests)} needs a `key` (a JMESPath in the run's metadata)")
+        if "key" in when and len(tests) != 1:
+            out.append(f"blocks[{i}].when.key: give exactly one of equals, in, matches")
+        pats = [when.get("matches")] + [v for k in ("family", "task", "scenario", "run")
+                                        for v in key_candidates(when.get(k)) if isinstance(v, str)]
+        for pat in pats:
+            if not isinstance(pat, str):
+                continue
+            if pat is when.get("matches") or (len(pat) > 2 and pat.startswith("/") and pat.endswith("/")):
+                body = pat if pat is when.get("matches") else pat[1:-1]
+                try:
+                    re.compile(body)
+                except re.error as exc:
+                    out.append(f"blocks[{i}].when: {pat!r} is not a regular expression ({exc})")
     return out
 
 
@@ -294,7 +410,7 @@ def load_profile(source: str | os.PathLike | dict | Profile) -> Profile:
             raise ProfileError(f"{where}: cannot read it: {exc}") from None
     problems = validation_problems(data)
     if not problems:
-        problems = _semantic_problems(data) + _path_problems(data)
+        problems = _semantic_problems(data) + _path_problems(data) + _runs_problems(data)
     if problems:
         raise ProfileError(f"{where}: " + "; ".join(problems))
     return Profile(spec=data, path=path)
@@ -401,3 +517,68 @@ def fill(template: str, fields: dict[str, Any]) -> str | None:
 class _Strict(dict):
     def __missing__(self, key: str) -> Any:
         raise KeyError(key)
+
+
+# --------------------------------------------------------------------------- per-family / per-task blocks
+
+def without_blocks(profile: Profile) -> Profile:
+    """`profile` without its `blocks` (what a run's family, task and scenario are first read with)."""
+    spec = {k: v for k, v in profile.spec.items() if k != "blocks"}
+    return Profile(spec=spec, path=profile.path, inferred=profile.inferred, notes=list(profile.notes))
+
+
+def merge_specs(base: Any, over: Any) -> Any:
+    """`over` laid on `base`: objects merge key by key (recursively), anything else is replaced."""
+    if isinstance(base, dict) and isinstance(over, dict):
+        out = dict(base)
+        for k, v in over.items():
+            out[k] = merge_specs(base[k], v) if k in base else v
+        return out
+    return over
+
+
+def _matches(cond: Any, value: Any) -> bool:
+    """A block condition on a name: a value (equal, as text), a list (any of them) or ``/regex/``."""
+    if value is None:
+        return False
+    for c in key_candidates(cond) if isinstance(cond, (str, list)) else [cond]:
+        if isinstance(c, str) and len(c) > 2 and c.startswith("/") and c.endswith("/"):
+            if re.fullmatch(c[1:-1], str(value)):
+                return True
+        elif str(c) == str(value):
+            return True
+    return False
+
+
+def block_holds(when: dict, facts: dict[str, Any]) -> bool:
+    """Whether every condition of a block's `when` holds for a run's `facts` (family, task,
+    scenario, run, and `doc`: the run's source metadata, where `key` is read)."""
+    for name in ("family", "task", "scenario", "run"):
+        if name in when and not _matches(when[name], facts.get(name)):
+            return False
+    if "key" in when:
+        found, value = path_get(facts.get("doc") or {}, when["key"])
+        if "equals" in when:
+            if not found or not (value == when["equals"] or str(value) == str(when["equals"])):
+                return False
+        elif "in" in when:
+            if not found or not any(value == v or str(value) == str(v) for v in when["in"]):
+                return False
+        elif "matches" in when:
+            if not found or not isinstance(value, (str, int, float)) or not re.search(when["matches"], str(value)):
+                return False
+    return True
+
+
+def apply_blocks(profile: Profile, facts: dict[str, Any]) -> tuple[Profile, list[str]]:
+    """The profile for one run: its base (no blocks) with every block whose `when` holds merged in,
+    in order (later blocks win; objects merge), and the names of those blocks (``name``, else
+    ``blocks[i]``)."""
+    spec = {k: v for k, v in profile.spec.items() if k != "blocks"}
+    names = []
+    for i, block in enumerate(profile.spec.get("blocks") or []):
+        if not block_holds(block["when"], facts):
+            continue
+        names.append(block.get("name") or f"blocks[{i}]")
+        spec = merge_specs(spec, {k: v for k, v in block.items() if k not in ("when", "name")})
+    return Profile(spec=spec, path=profile.path, inferred=profile.inferred, notes=list(profile.notes)), names

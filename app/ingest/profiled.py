@@ -241,13 +241,8 @@ class ProfiledRun:
         self.shown_dir = shown_root if self.rel_dir == "." else f"{shown_root.rstrip('/')}/{self.rel_dir}"
         self.manifest = manifest.get(self.rel_dir)
         self.taxonomy = taxonomy
-        self.files: list[str] = []
-        for dirpath, dirnames, filenames in os.walk(run_dir):
-            dirnames.sort()
-            for fn in sorted(filenames):
-                if link_out_of_tree(Path(dirpath) / fn, root):
-                    continue  # a symbolic link out of the tree is never read
-                self.files.append((Path(dirpath) / fn).relative_to(run_dir).as_posix())
+        self.shown_root = shown_root
+        self.files: list[str] = self.list_files()
         self.used: set[str] = set()
         self.warnings: list[dict] = []
         self.unknown_modes: Counter = Counter()
@@ -259,6 +254,47 @@ class ProfiledRun:
         self.notices: list[dict] = []
         #: top-level keys of the current record read by a JMESPath expression (kept whole in metadata)
         self.consumed: set[str] = set()
+        #: names of the profile's `blocks` that apply to this run (metadata.profile_blocks)
+        self.applied_blocks: list[str] = []
+
+    def list_files(self) -> list[str]:
+        files = []
+        for dirpath, dirnames, filenames in os.walk(self.dir):
+            dirnames.sort()
+            for fn in sorted(filenames):
+                if link_out_of_tree(Path(dirpath) / fn, self.root):
+                    continue  # a symbolic link out of the tree is never read
+                files.append((Path(dirpath) / fn).relative_to(self.dir).as_posix())
+        return files
+
+    def again(self, profile: Profile) -> ProfiledRun:
+        """The same run read by another profile (the profile with the blocks that apply merged in)."""
+        return ProfiledRun(profile, self.root, self.dir, self.shown_root, {self.rel_dir: self.manifest}
+                           if self.manifest else {}, self.taxonomy)
+
+    def path_fields(self) -> dict[str, Any] | None:
+        """The fields of the run's path by the profile's `path` template (None: it does not fit)."""
+        return parse_path(self.p.get("path"), self.rel_dir)
+
+    def default_run_id(self) -> str | None:
+        return self.dir.name if self.rel_dir != "." else None
+
+    def source_doc(self) -> dict:
+        """The run's metadata as its files hold it (what a block's `when.key` is read in)."""
+        meta: dict[str, Any] = {}
+        for rel, _ in self.by_role("metadata"):
+            try:
+                doc = self.doc(rel)
+            except RunFormatError:
+                continue
+            if isinstance(doc, dict):
+                for k, v in doc.items():
+                    meta.setdefault(k, v)
+        return meta
+
+    def text(self, rel: str) -> str:
+        """A text file of the run (scenario_text); raises UnicodeDecodeError."""
+        return (self.dir / rel).read_bytes().decode("utf-8")
 
     # -- helpers
     def shown(self, rel: str) -> str:
@@ -334,6 +370,8 @@ class ProfiledRun:
 
     # -- the run
     def read(self) -> ImportItem:
+        if self.p.get("blocks"):
+            return self.read_with_blocks()
         origins: dict[str, list[Location]] = {}
         try:
             raw = self.assemble(origins)
@@ -355,6 +393,32 @@ class ProfiledRun:
         return ImportItem(run=run, source=self.shown_dir, unused_files=self.unused(),
                           warnings=self.warnings_with_run(run["run_id"]), unknown_modes=dict(self.unknown_modes),
                           notices=notices)
+
+    def read_with_blocks(self) -> ImportItem:
+        """Per-family / per-task blocks: the run's family, task, scenario and run id are read with the
+        profile without its blocks; the blocks whose `when` holds are merged in (later ones win,
+        objects merge) and the run is read with that profile; their names go to
+        ``metadata.profile_blocks``."""
+        from app.ingest.profile import apply_blocks, without_blocks
+
+        base = without_blocks(self.p)
+        first = self.again(base)
+        facts: dict[str, Any] = {"doc": first.source_doc()}
+        try:
+            raw = first.assemble({})
+        except (RunFormatError, ValueError, TypeError, KeyError, AttributeError, OSError):
+            raw = {}
+        sc = raw.get("scenario") or {}
+        path = (raw.get("metadata") or {}).get("path") or {}
+        task = path.get("task")
+        if task is None:
+            task = next((facts["doc"][k] for k in ("task_id", "task") if _scalar(facts["doc"].get(k))), None)
+        facts.update(family=sc.get("family"), scenario=sc.get("id"), run=raw.get("run_id"),
+                     task=None if task is None else str(task))
+        merged, names = apply_blocks(self.p, facts)
+        run = self.again(merged)
+        run.applied_blocks = names
+        return run.read()
 
     def warnings_with_run(self, run_id: str | None) -> list[dict]:
         out = []
@@ -395,7 +459,7 @@ class ProfiledRun:
             for k, v in doc.items():
                 meta.setdefault(k, v)
             meta_locs.append(self.shown(rel))
-        fields = parse_path(self.p.get("path"), self.rel_dir)
+        fields = self.path_fields()
         if fields is None:
             self.warn(self.shown_dir, f"the path does not fit the profile's template {self.p.get('path')!r}; "
                                       "scenario and run id come from the directories instead")
@@ -405,6 +469,8 @@ class ProfiledRun:
         run_meta = raw["metadata"]
         if self.p.get("hidden"):  # fields annotators must not see (app.annotations.blind)
             run_meta["hidden_keys"] = list(self.p.get("hidden"))
+        if self.applied_blocks:
+            run_meta["profile_blocks"] = list(self.applied_blocks)
         found, value = self.take(meta, "metadata", "run_id")
         meta_run_id = str(value) if found and _scalar(value) else None
         if self.manifest:
@@ -421,7 +487,7 @@ class ProfiledRun:
         elif self.p.get("run_id") and fill(self.p.get("run_id"), fields):
             raw["run_id"] = fill(self.p.get("run_id"), fields)
         else:
-            raw["run_id"] = self.dir.name if self.rel_dir != "." else None
+            raw["run_id"] = self.default_run_id()
         if fields:
             run_meta["path"] = {k: v for k, v in fields.items() if _scalar(v)}
         found, status = self.take(meta, "metadata", "status")
@@ -494,7 +560,7 @@ class ProfiledRun:
         for rel, _ in self.by_role("scenario_text"):
             self.used.add(rel)
             try:
-                text = (self.dir / rel).read_bytes().decode("utf-8")
+                text = self.text(rel)
             except UnicodeDecodeError as exc:
                 self.warn(self.shown(rel), f"not UTF-8 text ({exc.reason}); not used")
                 continue
@@ -778,12 +844,11 @@ class ProfiledRun:
         return out
 
     def link_tool_results(self, events: list[dict], locs: list[Location]) -> None:
-        calls: dict[str, int] = {}
-        for ev in events:
-            cid = ev.pop("_call", None)
-            if cid is not None:
-                calls[cid] = ev["seq"]
+        calls: dict[str, int] = {}  # the latest call with each id so far (logs reuse ids across turns)
         for ev, loc in zip(events, locs):
+            made = ev.pop("_call", None)
+            if made is not None:
+                calls[made] = ev["seq"]
             cid = ev.pop("_call_id", None)
             if cid is None:
                 continue
@@ -869,6 +934,7 @@ class ProfiledRun:
                     p["name"] = pspec["name"]
                 if pspec.get("kind"):
                     p["kind"] = pspec["kind"]
+                self.principal_from_data(p, pspec)
                 self.principals.append(p)
                 self.agent_by_name.setdefault(name, name)
         if not from_actors:
@@ -890,6 +956,27 @@ class ProfiledRun:
                 a["principal"] = default
             self.agents.append(a)
             self.agent_by_name.setdefault(name, name)
+
+    def principal_from_data(self, p: dict, pspec: dict) -> None:
+        """``name_key`` / ``objective_key``: the principal's display name and objective read from
+        the run's source metadata (its id stays the actor's name: distinct keys for the two)."""
+        from app.ingest.profile import path_get
+
+        if not (pspec.get("name_key") or pspec.get("objective_key")):
+            return
+        doc = self.source_doc()
+        for key, target in (("name_key", "name"), ("objective_key", "objective")):
+            if not pspec.get(key):
+                continue
+            found, value = path_get(doc, pspec[key])
+            if found and isinstance(value, (str, int, float)) and not isinstance(value, bool):
+                p[target] = str(value)
+            elif found:
+                p.setdefault("metadata", {})[target] = value
+                self.warn(self.shown_dir, f"principals.{key} {pspec[key]!r} is no text; kept in the "
+                                          f"principal's metadata.{target}")
+            else:
+                self.warn(self.shown_dir, f"principals.{key} {pspec[key]!r} is not in the run's metadata")
 
     # -- visibility rules
     def apply_visibility(self, events: list[dict]) -> None:

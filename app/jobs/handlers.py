@@ -38,6 +38,19 @@ def _remove_folder(params: dict[str, Any]) -> None:
         shutil.rmtree(Path(folder), ignore_errors=True)
 
 
+def _clear_folder(folder: str) -> None:
+    """Empty a job's folder before an attempt writes into it, so that a retry after a worker died
+    (kill -9 mid-export) starts from nothing and writes the same file a first attempt would."""
+    d = Path(folder)
+    if d.is_dir():
+        for child in d.iterdir():
+            if child.is_dir():
+                shutil.rmtree(child, ignore_errors=True)
+            else:
+                child.unlink(missing_ok=True)
+    d.mkdir(parents=True, exist_ok=True)
+
+
 @handler("import", cleanup=_remove_folder, description="Import an uploaded file or zip (POST /api/v1/imports).")
 def run_import(ctx: JobContext) -> dict[str, Any]:
     """Import an uploaded file or zip: the summary `{imported, unchanged, replaced, rejected, errors, ...}`."""
@@ -47,6 +60,21 @@ def run_import(ctx: JobContext) -> dict[str, Any]:
     summary = import_upload(ctx.engine, p["path"], p["filename"], bool(p.get("replace")), bool(p.get("strict")),
                             job=ctx)
     return summary.to_dict()
+
+
+@handler("import_labels", cleanup=_remove_folder,
+         description="Import an uploaded label file (POST /api/v1/annotations/import).")
+def run_import_labels(ctx: JobContext) -> dict[str, Any]:
+    """Import an uploaded label file (CSV or JSON Lines) in one transaction: the summary
+    `{imported, replaced, rejected, errors}`; stopped half way, nothing is stored, and a re-run
+    replaces the same annotations (idempotent)."""
+    from app.annotations.views import import_labels_file
+
+    p = ctx.params
+    ctx.progress(0, 1)
+    out = import_labels_file(ctx.engine, p["path"], p["filename"], p.get("content_type") or "")
+    ctx.progress(1, 1)
+    return out
 
 
 @handler("judge", description="Run a planned LLM judge run (POST /api/v1/judges/{name}/runs, the judges page).")
@@ -76,12 +104,16 @@ def run_judge(ctx: JobContext) -> dict[str, Any]:
 
 @handler("result", description="Compute an agreement or report result and store it for every process.")
 def run_result(ctx: JobContext) -> dict[str, Any]:
-    """Compute a stored result (agreement, reports; app.results): `{kind, key, data_version, computed_at, ...}`."""
+    """Compute a stored result (agreement, reports; app.results): `{kind, key, data_version, computed_at, ...}`.
+    Progress counts the bootstrap replicates drawn (total unknown: one bootstrap per coefficient and
+    mode); each chunk of replicates is a cancel point (`app.core.checkpoint`)."""
     from app.results.service import compute_and_store
 
-    ctx.progress(0, 1)
+    ctx.progress(0, None)
+    ctx.tick_progress = True
     out = compute_and_store(ctx.engine, ctx.params["kind"], ctx.params["params"])
-    ctx.progress(1, 1)
+    ctx.tick_progress = False
+    ctx.progress(ctx.ticks or 1, ctx.ticks or 1)
     return out
 
 
@@ -93,6 +125,7 @@ def run_export_hf(ctx: JobContext) -> dict[str, Any]:
     from app.exports.service import ExportOptions
 
     p = ctx.params
+    _clear_folder(p["folder"])  # a worker killed during an earlier attempt may have left half a folder
     opts = ExportOptions(threshold=p["threshold"], strip_demo_truth=bool(p["strip_demo_truth"]))
     path = hf_zip(ctx.engine, opts, work_dir=p["folder"], progress=ctx.progress)
     ctx.progress(3, 3)
@@ -106,6 +139,7 @@ def run_export_mad(ctx: JobContext) -> dict[str, Any]:
     from app.exports.mad import FILE_NAME, mad_json_stream
 
     p = ctx.params
+    _clear_folder(p["folder"])
     path = Path(p["folder"]) / FILE_NAME
     chunks = 0
     with open(path, "wb") as out:

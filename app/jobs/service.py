@@ -29,6 +29,7 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.exc import DBAPIError, OperationalError
 from sqlmodel import Session
 
+from app.core.checkpoint import checkpoints
 from app.core.config import get_settings
 from app.jobs.models import FINAL, Job
 from app.runs.models import utcnow
@@ -166,6 +167,12 @@ class JobContext:
     wall_budget: float
     #: the last (done, total) reported, written by the heartbeat thread
     reported: tuple[int, int | None] | None = None
+    #: work counted by `tick` (the `app.core.checkpoint` points of the computation)
+    ticks: int = 0
+    #: when set, `tick` reports ``(ticks, tick_total)`` as the job's progress (``tick_total``
+    #: None: the total is not known); a handler that reports its own progress leaves it False
+    tick_progress: bool = False
+    tick_total: int | None = None
     _cpu0: float = 0.0
     _wall0: float = 0.0
     _last_cancel_check: float = 0.0
@@ -196,6 +203,15 @@ class JobContext:
         (within PROGRESS_SECONDS), never here: a handler may report from inside its own write
         transaction, where a second writer of the same process would wait for it forever."""
         self.reported = (done, total)
+        self.check()
+
+    def tick(self, work: int = 0) -> None:
+        """A checkpoint of the computation (`app.core.checkpoint.checkpoint`): count ``work``, report
+        it as progress when ``tick_progress`` is set, then `check`."""
+        self.ticks += work
+        if self.tick_progress and work:
+            total = self.tick_total
+            self.reported = (self.ticks if total is None else min(self.ticks, total), total)
         self.check()
 
     def checked(self, items: Iterator[Any]) -> Iterator[Any]:
@@ -344,7 +360,7 @@ def execute(job_id: str, engine: Engine | None = None) -> None:
     ctx = JobContext(job.id, job.kind, dict(job.params), engine, settings.job_cpu_seconds, settings.job_wall_seconds)
     beat = min(HEARTBEAT_SECONDS, settings.job_stale_seconds / 3)
     try:
-        with _heartbeat(ctx, beat), _budget_signals(ctx.cpu_budget, ctx.wall_budget):
+        with _heartbeat(ctx, beat), _budget_signals(ctx.cpu_budget, ctx.wall_budget), checkpoints(ctx.tick):
             result = handler.run(ctx)
     except JobCancelled:
         _finish(engine, job, "cancelled", error="cancelled while it ran", reported=ctx.reported)
@@ -392,6 +408,56 @@ def reap_stale(engine: Engine) -> list[str]:
     for job_id in again:
         send(job_id, engine=engine)
     return again
+
+
+def file_expired(job: Job, now: Any = None) -> bool:
+    """Whether a finished job's file is past JOB_FILE_RETENTION_HOURS (counted from its end)."""
+    if job.state not in FINAL or job.finished_at is None:
+        return False
+    now = now or utcnow()
+    end = job.finished_at if job.finished_at.tzinfo else job.finished_at.replace(tzinfo=now.tzinfo)
+    return now - end > timedelta(hours=get_settings().job_file_retention_hours)
+
+
+def sweep_job_files(engine: Engine) -> list[str]:
+    """Remove the folders under UPLOAD_DIR/jobs of jobs finished more than JOB_FILE_RETENTION_HOURS
+    ago, and of jobs the database does not know that are as old (a job row deleted, a database
+    restored); a queued or running job's folder is kept. Returns the job ids removed (workers call
+    this at start and every SWEEP_SECONDS)."""
+    import shutil
+
+    from app.core.scratch import JOBS_FOLDER, upload_root
+
+    root = upload_root() / JOBS_FOLDER
+    if not root.is_dir():
+        return []
+    hours = get_settings().job_file_retention_hours
+    now = utcnow()
+    removed: list[str] = []
+    folders = [d for d in root.iterdir() if d.is_dir()]
+    if not folders:
+        return []
+    with Session(engine) as s:
+        jobs = {j.id: j for j in s.execute(select(Job).where(Job.id.in_([d.name for d in folders]))).scalars()}
+    for d in folders:
+        job = jobs.get(d.name)
+        if job is not None:
+            old = file_expired(job, now)
+        else:
+            try:
+                old = time.time() - d.stat().st_mtime > hours * 3600
+            except FileNotFoundError:
+                continue
+        if old:
+            shutil.rmtree(d, ignore_errors=True)
+            removed.append(d.name)
+    if removed:
+        log.info("removed the files of %d job(s) older than JOB_FILE_RETENTION_HOURS=%g", len(removed), hours)
+    return removed
+
+
+#: how often a worker sweeps expired job files, in seconds
+SWEEP_SECONDS = 600.0
 
 
 def wait_for(engine: Engine, job_id: str, seconds: float) -> Job | None:

@@ -5,6 +5,7 @@ and admins.
 """
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -15,6 +16,7 @@ from pydantic import BaseModel, Field
 from app.annotations.http import JsonErrorRoute
 from app.api.deps import ApiUser, SessionDep
 from app.auth.models import User
+from app.core.config import get_settings
 from app.jobs import service
 from app.jobs.models import Job
 
@@ -95,7 +97,8 @@ def cancel_as(session, user: User, job_id: str) -> Job:
             responses={200: {"description": "the file", "content": {"application/zip": {}}},
                        404: {"description": "no such job, or neither yours nor are you an admin"},
                        409: {"description": "the job is not done, or makes no file"},
-                       410: {"description": "the file was already downloaded within the request's wait, or removed"}})
+                       410: {"description": "the file has expired (kept JOB_FILE_RETENTION_HOURS after the job "
+                                             "ends), was already sent within the request's wait, or was removed"}})
 def get_job_file(job_id: str, session: SessionDep, user: ApiUser) -> FileResponse:
     """Who may download it: the job's owner and admins (an export made for an admin holds what only
     admins see, the demo corpus's seeded truth)."""
@@ -106,7 +109,14 @@ def get_job_file(job_id: str, session: SessionDep, user: ApiUser) -> FileRespons
     if job.state != "done" or "file" not in result:
         raise HTTPException(409, f"job {job_id} is {job.state}" + ("" if job.state != "done" else " and made no file"))
     path = Path(result["file"])
+    if service.file_expired(job):
+        if job.params.get("folder"):  # the sweep would remove it soon anyway
+            shutil.rmtree(job.params["folder"], ignore_errors=True)
+        hours = get_settings().job_file_retention_hours
+        raise HTTPException(410, f"the file of job {job_id} has expired: job files are kept "
+                                 f"{hours:g} hours after the job ends (JOB_FILE_RETENTION_HOURS); run the export again")
     if not path.is_file():
-        raise HTTPException(410, f"the file of job {job_id} is gone")
+        raise HTTPException(410, f"the file of job {job_id} is gone: it was sent when the export ended within the "
+                                 "request's wait (EXPORT_WAIT_SECONDS), or removed; run the export again")
     return FileResponse(path, media_type=result.get("media_type", "application/octet-stream"),
                         filename=result.get("filename", path.name))

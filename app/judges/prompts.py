@@ -174,8 +174,8 @@ def taxonomy_vars(tax_def: dict[str, Any], key: str, version: int, only: list[st
             "modes": modes, "modes_text": "\n".join(lines)}
 
 
-def _event_line(e: dict[str, Any], p_name: dict[str, str]) -> str:
-    placement = e["placement"]
+def _event_line(e: dict[str, Any], place: dict[str, Any], p_name: dict[str, str]) -> str:
+    placement = place["placement"]
     actor = e["actor"]
     recips = [r for r in e.get("recipients") or [] if r != actor]
     if placement == "shared":
@@ -183,7 +183,7 @@ def _event_line(e: dict[str, Any], p_name: dict[str, str]) -> str:
     elif placement == "private":
         where = f"private {actor}"
     elif placement == "principal":
-        if e.get("principal_dir") == "from_principal":
+        if place.get("principal_dir") == "from_principal":
             where = f"principal {p_name.get(actor, actor)} -> {', '.join(recips) or 'its agents'}"
         else:
             where = f"principal {actor} -> {', '.join(p_name.get(r, r) for r in recips)}"
@@ -213,10 +213,10 @@ def run_view(run: dict[str, Any], tax: dict[str, Any], *, success_threshold: flo
             principal_agents[a["principal"]].append(a["id"])
     p_name = {p["id"]: (p.get("name") or p["id"]) for p in principals_in}
     lines = []
+    n_lanes = len(lanes)
     for ev in sorted(run.get("events") or [], key=lambda e: e["seq"]):
-        e = dict(ev)
-        e.update(place_event(ev, lane_of, principal_agents, len(lanes)))
-        lines.append((ev["seq"], ev["actor"], _event_line(e, p_name)))
+        lines.append((ev["seq"], ev["actor"], _event_line(ev, place_event(ev, lane_of, principal_agents, n_lanes),
+                                                          p_name)))
     p_by_id = {p["id"]: p for p in principals_in}
     agents = []
     for a in agents_in:

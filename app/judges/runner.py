@@ -4,8 +4,9 @@ retries, a response cache, per-run state, cancellation and resumption.
 `execute(engine, judge_run_id)` is a plain blocking function (so a job system can wrap it): it
 runs an event loop in the calling thread and
 
-* reads the runs of the judge run (its ``queued`` results) in a reader thread, ahead of the
-  workers, and prepares their prompt data (`app.judges.prompts.run_view`);
+* reads the runs of the judge run (its ``queued`` results) in a reader thread, 50 at a time in
+  one query per table, ahead of the workers; a worker makes a run's prompt data
+  (`app.judges.prompts.run_view`) on the loop when it takes the run;
 * lets ``limits.concurrency`` workers judge runs; every request also passes one shared
   semaphore of that size and the shared `aiolimiter` buckets for requests and tokens per
   minute (``limits.requests_per_minute`` / ``tokens_per_minute``; 0 = unlimited);
@@ -13,12 +14,18 @@ runs an event loop in the calling thread and
   connections, waiting what ``Retry-After`` (or ``retry-after-ms``) says when the server says it,
   else exponential backoff with full jitter between ``backoff_initial_seconds`` and
   ``backoff_max_seconds``; while it waits the run's state is ``delayed``;
+* sends each request through the SDK's ``client.post`` as JSON bytes made with orjson (not the
+  typed ``chat.completions.create``, whose parameter transform and response models cost more CPU
+  than the rest of a request), on the SDK's aiohttp transport when ``openai[aiohttp]`` is
+  installed, and reads the answer with orjson;
 * answers a request from the cache (`judge_cache`, keyed by the sha256 of model, messages,
   parameters and sample number) when it was answered before, and stores every new answer there;
+  the lookups of requests made while one lookup runs are made together, in one query;
 * retries an answer that is not the contract's JSON object once, showing the model the parse
   error; a second failure makes the run's result ``error`` with the raw text kept;
 * writes results, calls and judge annotations in a writer thread, in batches (one transaction
-  per batch), and updates the judge run's counters and heartbeat there; a judge run whose
+  and a few statements per batch, every ``FLUSH_SECONDS`` or sooner when ``FLUSH_ITEMS`` results
+  wait), and updates the judge run's counters and heartbeat there; a judge run whose
   ``cancel_requested`` is set (or whose `cancel` event is set) stops: runs in flight go back to
   ``queued`` and the judge run ends ``cancelled``; reaching ``limits.cost_cap`` stops it the same
   way, ending ``error``.
@@ -39,10 +46,11 @@ from dataclasses import dataclass, field
 from email.utils import parsedate_to_datetime
 from typing import Any
 
+import orjson
 from sqlalchemy.engine import Engine
 
 from app.judges.parse import SCHEMAS, AnswerError, extract_json
-from app.judges.prompts import call_variables, estimate_tokens, render_messages
+from app.judges.prompts import call_variables, estimate_tokens, render_messages, run_view
 from app.judges.strategies import CallSpec, Outcome, judge
 
 log = logging.getLogger("a2annotate.judges")
@@ -103,8 +111,36 @@ class ResultOut:
 # --------------------------------------------------------------------------- the request side
 
 def request_key(payload: dict[str, Any]) -> str:
-    text = json.dumps(payload, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)
-    return hashlib.sha256(text.encode()).hexdigest()
+    """The cache key of a request: the sha256 of its JSON with sorted keys (orjson; the same bytes as
+    ``json.dumps(sort_keys=True, ensure_ascii=False, separators=(",", ":"))`` for the strings,
+    integers and plain floats a request holds)."""
+    try:
+        data = orjson.dumps(payload, option=orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS, default=str)
+    except TypeError:
+        data = json.dumps(payload, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str).encode()
+    return hashlib.sha256(data).hexdigest()
+
+
+#: every request's body is the JSON bytes made here (orjson), sent as they are
+_JSON_OPTIONS: dict[str, Any] = {"headers": {"Content-Type": "application/json"}}
+
+
+def _http_client() -> dict[str, Any]:
+    """The SDK's aiohttp transport (``openai[aiohttp]``) when it is installed: less CPU per request
+    than its default httpx transport; else nothing (the default)."""
+    import openai
+
+    factory = getattr(openai, "DefaultAioHttpClient", None)
+    if factory is None:
+        return {}
+    try:
+        return {"http_client": factory()}
+    except RuntimeError:  # the SDK says the aiohttp extra is missing
+        return {}
+
+
+def _count(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
 
 
 def retry_after_seconds(exc: BaseException) -> float | None:
@@ -167,7 +203,7 @@ class Endpoint:
         ep, lim = defn["endpoint"], defn["limits"]
         self.defn = defn
         self.client = openai.AsyncOpenAI(base_url=ep["base_url"], api_key=os.environ.get(ep["api_key_env"]) or "unset",
-                                         max_retries=0, timeout=float(lim["timeout_seconds"]))
+                                         max_retries=0, timeout=float(lim["timeout_seconds"]), **_http_client())
         self.semaphore = asyncio.Semaphore(int(lim["concurrency"]))
         rpm, tpm = int(lim["requests_per_minute"] or 0), int(lim["tokens_per_minute"] or 0)
         self.requests = AsyncLimiter(rpm, 60) if rpm else None
@@ -207,7 +243,7 @@ class Endpoint:
         base = float(lim["backoff_initial_seconds"]) * (2 ** (retry_state.attempt_number - 1))
         return random.uniform(0, min(cap, base))  # full jitter
 
-    async def _post(self, params: dict[str, Any], est_tokens: int, result_id: int, stat: CallStat):
+    async def _post(self, body: bytes, est_tokens: int, result_id: int, stat: CallStat) -> bytes:
         from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt
 
         def before_sleep(_state) -> None:
@@ -225,18 +261,22 @@ class Endpoint:
                         await self.requests.acquire()
                     if self.tokens is not None:
                         await self.tokens.acquire(min(est_tokens, self.tpm))
-                    return await self.client.chat.completions.create(**params)
+                    return await self.client.post("/chat/completions", cast_to=bytes, content=body,
+                                                  options=_JSON_OPTIONS)
         raise AssertionError("unreachable")  # pragma: no cover
 
-    def _content(self, response) -> tuple[str, bool]:
-        choice = response.choices[0] if response.choices else None
+    def _content(self, response: Any) -> tuple[str, bool]:
+        """The answer's text (a tool call's arguments in tools mode) and whether it was cut."""
+        choices = response.get("choices") if isinstance(response, dict) else None
+        choice = choices[0] if isinstance(choices, list) and choices and isinstance(choices[0], dict) else None
         if choice is None:
             return "", False
-        msg = choice.message
-        text = msg.content or ""
-        if self.defn["output"] == "tools" and msg.tool_calls:
-            text = msg.tool_calls[0].function.arguments or ""
-        return text, choice.finish_reason == "length"
+        msg = choice.get("message") or {}
+        text = msg.get("content") or ""
+        calls = msg.get("tool_calls")
+        if self.defn["output"] == "tools" and calls:
+            text = ((calls[0] or {}).get("function") or {}).get("arguments") or ""
+        return str(text), choice.get("finish_reason") == "length"
 
     async def send(self, messages: list[dict[str, str]], answer: str, sample: int, result_id: int,
                    position: int) -> tuple[str, CallStat]:
@@ -251,7 +291,11 @@ class Endpoint:
         est = sum(estimate_tokens(m["content"]) for m in messages) + int(params["max_tokens"])
         t0 = time.perf_counter()
         try:
-            response = await self._post({**params, "messages": messages}, est, result_id, stat)
+            raw = await self._post(orjson.dumps({**params, "messages": messages}), est, result_id, stat)
+            try:
+                response = orjson.loads(raw)
+            except orjson.JSONDecodeError as exc:
+                raise ValueError(f"the endpoint's answer is no JSON ({exc}): {raw[:200]!r}") from None
         except Exception as exc:  # noqa: BLE001 - every failure becomes the call's error
             stat.latency_ms = int((time.perf_counter() - t0) * 1000)
             stat.status, stat.error = "error", _describe(exc)
@@ -260,10 +304,10 @@ class Endpoint:
             if stat.status != "error":
                 stat.latency_ms = int((time.perf_counter() - t0) * 1000)
         text, cut = self._content(response)
-        usage = getattr(response, "usage", None)
-        stat.tokens_in = int(getattr(usage, "prompt_tokens", 0) or 0) or sum(estimate_tokens(m["content"])
-                                                                             for m in messages)
-        stat.tokens_out = int(getattr(usage, "completion_tokens", 0) or 0) or estimate_tokens(text)
+        usage = response.get("usage") if isinstance(response, dict) else None
+        usage = usage if isinstance(usage, dict) else {}
+        stat.tokens_in = _count(usage.get("prompt_tokens")) or sum(estimate_tokens(m["content"]) for m in messages)
+        stat.tokens_out = _count(usage.get("completion_tokens")) or estimate_tokens(text)
         stat.cost = stat.tokens_in * self.price_in + stat.tokens_out * self.price_out
         if cut:
             stat.error = "the answer was cut at max_tokens (finish_reason length)"
@@ -391,6 +435,7 @@ async def _run(engine: Engine, judge_run_id: int, progress: Callable[[Progress],
         pending_results: list[ResultOut] = []
         pending_cache: dict[str, tuple[str, int, int]] = {}
         stop = asyncio.Event()
+        wake = asyncio.Event()  # set: the flusher writes now, not at its next tick
         stop_reason: list[str] = ["cancelled"] if setup.get("cancelled") else []
         cap = defn["limits"].get("cost_cap")
         lock = asyncio.Lock()
@@ -402,14 +447,46 @@ async def _run(engine: Engine, judge_run_id: int, progress: Callable[[Progress],
             elif state == "running" and prog.delayed:
                 prog.delayed -= 1
 
+        waiting: dict[str, list[asyncio.Future]] = {}
+        looking: list[bool] = [False]
+
+        async def look_up() -> None:
+            # one query for every key asked while the previous query ran (not one per request)
+            try:
+                while waiting:
+                    batch = dict(waiting)
+                    waiting.clear()
+                    try:
+                        found = await loop.run_in_executor(store.cacher, service.cache_lookup, store.csession,
+                                                           list(batch))
+                    except Exception as exc:  # noqa: BLE001 - each waiting request gets the failure
+                        for futs in batch.values():
+                            for f in futs:
+                                if not f.done():
+                                    f.set_exception(exc)
+                        continue
+                    for k, futs in batch.items():
+                        for f in futs:
+                            if not f.done():
+                                f.set_result(found.get(k))
+            finally:
+                looking[0] = False
+
         async def cache_get(key: str):
             if key in pending_cache:
                 return pending_cache[key]
-            return await loop.run_in_executor(store.cacher, service.cache_lookup, store.csession, key)
+            fut = loop.create_future()
+            waiting.setdefault(key, []).append(fut)
+            if not looking[0]:
+                looking[0] = True
+                lookups.add(t := asyncio.create_task(look_up()))
+                t.add_done_callback(lookups.discard)
+            return await fut
 
         def cache_put(key: str, text: str, tin: int, tout: int) -> None:
             pending_cache[key] = (text, tin, tout)
 
+        lookups: set[asyncio.Task] = set()
         endpoint = Endpoint(defn, cache_get, cache_put, on_state)
         queue: asyncio.Queue = asyncio.Queue(maxsize=max(4 * int(defn["limits"]["concurrency"]), 32))
 
@@ -418,9 +495,9 @@ async def _run(engine: Engine, judge_run_id: int, progress: Callable[[Progress],
                 if stop.is_set():
                     break
                 chunk = items[start:start + 50]
-                views = await loop.run_in_executor(store.reader, service.load_views, store.rsession, setup, chunk)
-                for item, view in zip(chunk, views):
-                    await queue.put((item, view))
+                runs = await loop.run_in_executor(store.reader, service.load_runs, store.rsession, chunk)
+                for item in chunk:
+                    await queue.put((item, runs.get(item["run_pk"])))
             for _ in range(workers_n):
                 await queue.put(None)
 
@@ -447,24 +524,28 @@ async def _run(engine: Engine, judge_run_id: int, progress: Callable[[Progress],
         async def flusher() -> None:
             while not stop.is_set():
                 try:
-                    await asyncio.wait_for(stop.wait(), FLUSH_SECONDS)
+                    await asyncio.wait_for(wake.wait(), FLUSH_SECONDS)
                 except TimeoutError:
                     pass
+                wake.clear()
                 if cancel is not None and cancel.is_set() and not stop.is_set():
                     stop_reason.append("cancelled")
                     stop.set()
                 if pending_results or pending_states or pending_cache or not stop.is_set():
                     await flush()
 
-        async def judge_one(item: dict[str, Any], view) -> None:
+        async def judge_one(item: dict[str, Any], run: dict[str, Any] | None) -> None:
             rid = item["result_id"]
             on_state(rid, "running")
             prog.running += 1
-            asker = Asker(endpoint, defn, view, rid)
+            asker = Asker(endpoint, defn, None, rid)
             out = ResultOut(rid, item["run_pk"], item["run_id"], None)
             try:
-                if view is None:
+                if run is None:
                     raise CallFailed("the run is no longer stored")
+                # the prompt data is made here, on the loop, one run at a time (not in the reader
+                # thread, whose CPU work would hold the GIL while answers wait to be read)
+                view = asker.view = run_view(run, setup["taxonomy_vars"], success_threshold=setup["threshold"])
                 out.outcome = await judge(defn, view, asker)
             except AnswerFailed as exc:
                 out.error, out.raw = str(exc), exc.raw
@@ -494,8 +575,10 @@ async def _run(engine: Engine, judge_run_id: int, progress: Callable[[Progress],
             if cap is not None and prog.cost >= float(cap) and not stop.is_set():
                 stop_reason.append(f"the cost cap ({cap}) was reached at {prog.cost:.4f}")
                 stop.set()
-            if len(pending_results) >= FLUSH_ITEMS:
+            if len(pending_results) >= 4 * FLUSH_ITEMS:  # the writer is behind: wait for it
                 await flush()
+            elif len(pending_results) >= FLUSH_ITEMS:  # the flusher writes them; this worker goes on
+                wake.set()
 
         async def worker() -> None:
             while not stop.is_set():
@@ -520,6 +603,7 @@ async def _run(engine: Engine, judge_run_id: int, progress: Callable[[Progress],
         feeder.cancel()
         await asyncio.gather(feeder, return_exceptions=True)
         stop.set()
+        wake.set()
         stopper.cancel()
         await asyncio.gather(flusher_task, stopper, return_exceptions=True)
         await endpoint.close()
@@ -535,7 +619,38 @@ async def _run(engine: Engine, judge_run_id: int, progress: Callable[[Progress],
         store.close()
 
 
+_GC_LOCK = threading.Lock()
+_GC_USERS: list[Any] = [0, None]  # judge runs in this process now, the threshold before the first
+
+
+class _fewer_collections:  # noqa: N801 - used as a context manager
+    """Python's cyclic collector runs every 700 new containers and a judge run makes hundreds of
+    thousands (a run's rows, prompt data, requests, answers), so it ran hundreds of times per 500
+    runs, going over every live object of the process each time: measured, a third of the runner's
+    CPU. For the length of a judge run it runs every 50,000 (what the CLI import does,
+    `app.ingest.loader`); memory stays flat, those objects are freed by reference counting. Judge
+    runs in threads of one process share it: the last to end restores the threshold."""
+
+    def __enter__(self) -> None:
+        import gc
+
+        with _GC_LOCK:
+            if _GC_USERS[0] == 0:
+                _GC_USERS[1] = gc.get_threshold()
+                gc.set_threshold(max(_GC_USERS[1][0], 50_000), *_GC_USERS[1][1:])
+            _GC_USERS[0] += 1
+
+    def __exit__(self, *exc: Any) -> None:
+        import gc
+
+        with _GC_LOCK:
+            _GC_USERS[0] -= 1
+            if _GC_USERS[0] == 0:
+                gc.set_threshold(*_GC_USERS[1])
+
+
 def execute(engine: Engine, judge_run_id: int, *, progress: Callable[[Progress], None] | None = None,
             cancel: threading.Event | None = None) -> Progress:
     """Judge every queued run of the judge run (blocking; see the module docstring)."""
-    return asyncio.run(_run(engine, judge_run_id, progress, cancel))
+    with _fewer_collections():
+        return asyncio.run(_run(engine, judge_run_id, progress, cancel))

@@ -12,6 +12,7 @@ shows them as machine suggestions only (`app.agreement.adjudication`).
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import os
 import socket
@@ -20,7 +21,8 @@ from collections.abc import Iterable
 from datetime import timedelta
 from typing import Any
 
-from sqlalchemy import delete, func, insert, update
+import orjson
+from sqlalchemy import Text, bindparam, cast, delete, func, insert, update
 from sqlmodel import Session, select
 
 from app.annotations.models import Annotation, Assignment, GoldLabel, GoldRun, Label
@@ -171,41 +173,71 @@ def _setup_vars(session: Session, jv: JudgeVersion) -> dict[str, Any]:
             "threshold": get_settings().success_threshold, "taxonomy_pk": tax.id}
 
 
+def _json_text(col):
+    """A JSON column read as its text (decoded by `_loads`: orjson, much faster than the driver's json)."""
+    return cast(col, Text)
+
+
+def _loads(text: str | bytes | None) -> Any:
+    if text is None:
+        return None
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError:  # what orjson refuses and json reads (NaN, integers past 64 bits)
+        return json.loads(text)
+
+
 def prompt_runs(session: Session, run_pks: list[int]) -> dict[int, dict[str, Any]]:
     """What a prompt shows of each run (run id, status, scenario, principals, agents, events, in
-    the canonical shape), read for many runs in one query per table."""
+    the canonical shape), read for many runs in one query per table (Core rows, JSON columns as
+    text decoded with orjson)."""
     from app.runs.models import Agent, Event, Principal, Scenario
-    from app.runs.service import scenario_dict
 
     if not run_pks:
         return {}
-    rows = session.execute(select(Run.id, Run.run_id, Run.status, Run.scenario_id, Run.scenario_override)
-                           .where(Run.id.in_(run_pks))).all()
-    scenarios: dict[str, dict[str, Any]] = {}
+    conn = session.connection()
+    rows = conn.execute(select(Run.id, Run.run_id, Run.status, Run.scenario_id,
+                               _json_text(Run.scenario_override)).where(Run.id.in_(run_pks))).all()
+    wanted = list({sc_id for _, _, _, sc_id, override in rows if override is None or _loads(override) is None})
+    scenarios: dict[str, dict[str, Any]] = {sc_id: {"id": sc_id} for sc_id in wanted}
+    for start in range(0, len(wanted), 500):
+        for sc_id, family, alignment, title, description, extra in conn.execute(
+                select(Scenario.id, Scenario.family, Scenario.alignment, Scenario.title, Scenario.description,
+                       _json_text(Scenario.extra)).where(Scenario.id.in_(wanted[start:start + 500]))):
+            scenarios[sc_id] = {"id": sc_id, "family": family, "alignment": alignment, "title": title,
+                                "description": description, "metadata": dict(_loads(extra) or {})}
     out: dict[int, dict[str, Any]] = {}
     for pk, rid, status, sc_id, override in rows:
-        if override is None and sc_id not in scenarios:
-            sc = session.get(Scenario, sc_id)
-            scenarios[sc_id] = scenario_dict(sc) if sc is not None else {"id": sc_id}
-        out[pk] = {"run_id": rid, "status": status, "scenario": dict(override) if override is not None
+        over = _loads(override)
+        out[pk] = {"run_id": rid, "status": status, "scenario": dict(over) if over is not None
                    else scenarios[sc_id], "principals": [], "agents": [], "events": []}
-    for pk, pid, name, kind, objective, constraints in session.execute(
+    for pk, pid, name, kind, objective, constraints in conn.execute(
             select(Principal.run_pk, Principal.principal_id, Principal.name, Principal.kind, Principal.objective,
-                   Principal.constraints).where(Principal.run_pk.in_(run_pks)).order_by(Principal.run_pk,
-                                                                                        Principal.position)):
+                   _json_text(Principal.constraints)).where(Principal.run_pk.in_(run_pks))
+            .order_by(Principal.run_pk, Principal.position)):
         out[pk]["principals"].append({"id": pid, "name": name, "kind": kind, "objective": objective,
-                                      "constraints": list(constraints or [])})
-    for pk, aid, principal, role, model, state in session.execute(
-            select(Agent.run_pk, Agent.agent_id, Agent.principal_id, Agent.role, Agent.model, Agent.private_state)
-            .where(Agent.run_pk.in_(run_pks)).order_by(Agent.run_pk, Agent.position)):
+                                      "constraints": list(_loads(constraints) or [])})
+    for pk, aid, principal, role, model, state in conn.execute(
+            select(Agent.run_pk, Agent.agent_id, Agent.principal_id, Agent.role, Agent.model,
+                   _json_text(Agent.private_state)).where(Agent.run_pk.in_(run_pks))
+            .order_by(Agent.run_pk, Agent.position)):
         out[pk]["agents"].append({"id": aid, "principal": principal, "role": role, "model": model,
-                                  "private_state": dict(state or {})})
-    for pk, seq, kind, actor, recips, vis, content, data in session.execute(
-            select(Event.run_pk, Event.seq, Event.kind, Event.actor, Event.recipients, Event.visibility,
-                   Event.content, Event.data).where(Event.run_pk.in_(run_pks)).order_by(Event.run_pk, Event.seq)):
-        out[pk]["events"].append({"seq": seq, "kind": kind, "actor": actor, "recipients": list(recips or []),
-                                  "visibility": vis, "content": content, "data": data})
+                                  "private_state": dict(_loads(state) or {})})
+    for pk, seq, kind, actor, recips, vis, content, data in conn.execute(
+            select(Event.run_pk, Event.seq, Event.kind, Event.actor, _json_text(Event.recipients), Event.visibility,
+                   Event.content, _json_text(Event.data)).where(Event.run_pk.in_(run_pks))
+            .order_by(Event.run_pk, Event.seq)):
+        out[pk]["events"].append({"seq": seq, "kind": kind, "actor": actor, "recipients": list(_loads(recips) or []),
+                                  "visibility": vis, "content": content, "data": _loads(data)})
     return out
+
+
+def load_runs(session: Session, items: list[dict[str, Any]]) -> dict[int, dict[str, Any]]:
+    """The runner's reader: `prompt_runs` of the items' runs, its read transaction ended after."""
+    try:
+        return prompt_runs(session, [item["run_pk"] for item in items])
+    finally:
+        session.rollback()
 
 
 def load_views(session: Session, setup: dict[str, Any], items: list[dict[str, Any]]) -> list[Any]:
@@ -414,89 +446,133 @@ def runner_setup(session: Session, judge_run_id: int) -> dict[str, Any]:
     return setup
 
 
-def cache_lookup(session: Session, key: str) -> tuple[str, int, int] | None:
-    row = session.execute(select(JudgeCache.content, JudgeCache.tokens_in, JudgeCache.tokens_out)
-                          .where(JudgeCache.key == key)).first()
-    return None if row is None else (row[0], row[1], row[2])
+def cache_lookup(session: Session, keys: list[str]) -> dict[str, tuple[str, int, int]]:
+    """The cached answers of these request keys (content, tokens in, tokens out), in one query per
+    500 keys; keys not cached are absent."""
+    t = JudgeCache.__table__
+    out: dict[str, tuple[str, int, int]] = {}
+    conn = session.connection()
+    for start in range(0, len(keys), 500):
+        for key, content, tin, tout in conn.execute(select(t.c.key, t.c.content, t.c.tokens_in, t.c.tokens_out)
+                                                    .where(t.c.key.in_(keys[start:start + 500]))):
+            out[key] = (content, tin, tout)
+    session.rollback()  # end the read transaction (SQLite: no snapshot held between lookups)
+    return out
 
 
-def _store_annotation(session: Session, setup: dict[str, Any], res: JudgeResult, outcome) -> None:
-    old = session.exec(select(Annotation).where(Annotation.run_pk == res.run_pk,
-                                                Annotation.user_id == setup["user_id"],
-                                                Annotation.taxonomy_pk == setup["taxonomy_pk"])).first()
-    if old is not None and old.origin != ORIGIN:
-        res.problems = list(res.problems) + [f"judge:{setup['name']} already holds {old.origin} labels on this run; "
-                                             "the judge's answer is kept here only (rename the judge)"]
+_RESULT_COLS = ("state", "error", "raw", "verdict", "answer", "problems", "windows", "truncated", "confidence",
+                "n_calls", "tokens_in", "tokens_out", "latency_ms", "cost", "annotation_id", "updated_at")
+
+
+def _store_annotations(conn, setup: dict[str, Any], rows: list[dict[str, Any]], outcomes: list[Any],
+                       now) -> None:
+    """The judge annotations of a batch's done results (`rows`, each a result's new column values
+    with ``b_run_pk``; `outcomes` beside them), all at once: the judge's earlier annotations on
+    these runs (its own origin only) and their labels are deleted, the new annotations inserted
+    in one statement returning their ids, their labels in one more. A run whose annotation by
+    ``judge:<name>`` came from elsewhere (an import) keeps it, and its result says so."""
+    ann, lab = Annotation.__table__, Label.__table__
+    pks = list(dict.fromkeys(r["b_run_pk"] for r in rows))
+    old = conn.execute(select(ann.c.id, ann.c.run_pk, ann.c.origin).where(
+        ann.c.run_pk.in_(pks), ann.c.user_id == setup["user_id"], ann.c.taxonomy_pk == setup["taxonomy_pk"])).all()
+    foreign = {pk: origin for _, pk, origin in old if origin != ORIGIN}
+    mine = [aid for aid, _, origin in old if origin == ORIGIN]
+    if mine:
+        res = JudgeResult.__table__
+        conn.execute(delete(lab).where(lab.c.annotation_id.in_(mine)))
+        conn.execute(update(res).where(res.c.annotation_id.in_(mine)).values(annotation_id=None))
+        conn.execute(delete(ann).where(ann.c.id.in_(mine)))
+    last = {r["b_run_pk"]: i for i, r in enumerate(rows)}  # a run twice in a batch: the later answer holds
+    todo: list[tuple[dict[str, Any], Any]] = []
+    for i, (row, outcome) in enumerate(zip(rows, outcomes)):
+        pk = row["b_run_pk"]
+        if pk in foreign:
+            row["b_problems"] = list(row["b_problems"]) + [
+                f"judge:{setup['name']} already holds {foreign[pk]} labels on this run; "
+                "the judge's answer is kept here only (rename the judge)"]
+        elif last[pk] == i:
+            todo.append((row, outcome))
+    if not todo:
         return
-    now = utcnow()
-    if old is not None:
-        session.execute(delete(Label).where(Label.annotation_id == old.id))
-        session.execute(update(JudgeResult).where(JudgeResult.annotation_id == old.id).values(annotation_id=None))
-        session.execute(delete(Annotation).where(Annotation.id == old.id))
-    ann = Annotation(run_pk=res.run_pk, user_id=setup["user_id"], taxonomy_pk=setup["taxonomy_pk"],
-                     status="submitted", no_failure=not outcome.labels, origin=ORIGIN, started_at=now,
-                     updated_at=now, submitted_at=now, source_version=setup["version"],
-                     note=f"judge {setup['name']}@{setup['version']}"
-                          + (f" (confidence {outcome.confidence})" if outcome.confidence is not None else ""))
-    session.add(ann)
-    session.flush()
-    if outcome.labels:
-        session.connection().execute(insert(Label.__table__), [
-            {"annotation_id": ann.id, "mode": lab["mode"], "agent": lab["agent"], "principals": [],
-             "evidence": list(lab["evidence"]), "note": lab.get("rationale") or None,
-             "confidence": lab.get("confidence"), "time_ms": 0, "created_at": now} for lab in outcome.labels])
-    res.annotation_id = ann.id
+    note = f"judge {setup['name']}@{setup['version']}"
+    values = [{"run_pk": row["b_run_pk"], "user_id": setup["user_id"], "taxonomy_pk": setup["taxonomy_pk"],
+               "status": "submitted", "no_failure": not o.labels, "origin": ORIGIN, "time_ms": 0,
+               "note": note + (f" (confidence {o.confidence})" if o.confidence is not None else ""),
+               "started_at": now, "updated_at": now, "submitted_at": now, "hints_on": None,
+               "source_version": setup["version"], "version": 1} for row, o in todo]
+    ids = conn.execute(insert(ann).returning(ann.c.id, sort_by_parameter_order=True), values).scalars().all()
+    labels = []
+    for ann_id, (row, o) in zip(ids, todo):
+        row["b_annotation_id"] = ann_id
+        labels.extend({"annotation_id": ann_id, "mode": x["mode"], "agent": x["agent"], "principals": [],
+                       "evidence": list(x["evidence"]), "note": x.get("rationale") or None,
+                       "confidence": x.get("confidence"), "time_ms": 0, "created_at": now} for x in o.labels)
+    if labels:
+        conn.execute(insert(lab), labels)
 
 
 def runner_flush(session: Session, setup: dict[str, Any], states: dict[int, str], results: list, cache: dict,
                  counters: dict[str, Any]) -> bool:
-    """One writer batch: states, cache entries, finished results with their calls and annotations,
-    the judge run's counters and heartbeat; returns True when the judge run was asked to stop."""
+    """One writer batch, in one transaction: states, cache entries, finished results with their
+    calls and annotations (a few statements for the whole batch, not one set per run), the judge
+    run's counters and heartbeat; returns True when the judge run was asked to stop."""
     now = utcnow()
+    conn = session.connection()
+    res_t = JudgeResult.__table__
     if cache:
-        have = set(session.exec(select(JudgeCache.key).where(JudgeCache.key.in_(list(cache)))).all())
+        have = set(conn.execute(select(JudgeCache.__table__.c.key).where(
+            JudgeCache.__table__.c.key.in_(list(cache)))).scalars().all())
         rows = [{"key": k, "content": v[0], "tokens_in": v[1], "tokens_out": v[2], "created_at": now}
                 for k, v in cache.items() if k not in have]
         if rows:
-            session.connection().execute(insert(JudgeCache.__table__), rows)
+            conn.execute(insert(JudgeCache.__table__), rows)
     by_state: dict[str, list[int]] = {}
     for rid, st in states.items():
         by_state.setdefault(st, []).append(rid)
     for st, ids in by_state.items():
-        session.execute(update(JudgeResult).where(JudgeResult.id.in_(ids), JudgeResult.state != "done")
-                        .values(state=st, updated_at=now))
+        conn.execute(update(res_t).where(res_t.c.id.in_(ids), res_t.c.state != "done")
+                     .values(state=st, updated_at=now))
     latency = 0
-    call_rows = []
+    call_rows: list[dict[str, Any]] = []
+    rows: list[dict[str, Any]] = []
+    done_rows: list[dict[str, Any]] = []
+    outcomes: list[Any] = []
+    if results:
+        stored = dict(conn.execute(select(res_t.c.id, res_t.c.run_pk).where(
+            res_t.c.id.in_([out.result_id for out in results]))).all())
     for out in results:
-        res = session.get(JudgeResult, out.result_id)
-        if res is None:
+        if out.result_id not in stored:
             continue
         calls = out.calls
-        res.n_calls = len(calls)
-        res.tokens_in = sum(c.tokens_in for c in calls)
-        res.tokens_out = sum(c.tokens_out for c in calls)
-        res.latency_ms = sum(c.latency_ms for c in calls)
-        res.cost = sum(c.cost for c in calls)
-        res.updated_at = now
-        latency += res.latency_ms
-        for c in calls:
-            call_rows.append({"result_id": res.id, "judge_run_id": setup["judge_run_id"], "position": c.position,
-                              "request_key": c.request_key, "cached": c.cached, "status": c.status,
-                              "attempts": c.attempts, "tokens_in": c.tokens_in, "tokens_out": c.tokens_out,
-                              "latency_ms": c.latency_ms, "cost": c.cost, "error": c.error, "created_at": now})
-        if out.outcome is None:
-            res.state, res.error, res.raw = "error", out.error or "no outcome", out.raw
-            res.verdict, res.answer = None, {}
+        row = {"b_id": out.result_id, "b_run_pk": stored[out.result_id], "b_n_calls": len(calls),
+               "b_tokens_in": sum(c.tokens_in for c in calls), "b_tokens_out": sum(c.tokens_out for c in calls),
+               "b_latency_ms": sum(c.latency_ms for c in calls), "b_cost": sum(c.cost for c in calls),
+               "b_updated_at": now, "b_annotation_id": None}
+        latency += row["b_latency_ms"]
+        call_rows.extend({"result_id": out.result_id, "judge_run_id": setup["judge_run_id"], "position": c.position,
+                          "request_key": c.request_key, "cached": c.cached, "status": c.status,
+                          "attempts": c.attempts, "tokens_in": c.tokens_in, "tokens_out": c.tokens_out,
+                          "latency_ms": c.latency_ms, "cost": c.cost, "error": c.error, "created_at": now}
+                         for c in calls)
+        o = out.outcome
+        if o is None:
+            row.update(b_state="error", b_error=out.error or "no outcome", b_raw=out.raw, b_verdict=None,
+                       b_answer={}, b_problems=[], b_windows=1, b_truncated=False, b_confidence=None)
         else:
-            o = out.outcome
-            res.state, res.error, res.raw = "done", None, None
-            res.verdict = "attribution" if o.attribution is not None else o.verdict
-            res.answer, res.problems = o.answer(), list(o.problems)
-            res.windows, res.truncated, res.confidence = o.windows, o.truncated, o.confidence
-            _store_annotation(session, setup, res, o)
-        session.add(res)
+            row.update(b_state="done", b_error=None, b_raw=None,
+                       b_verdict="attribution" if o.attribution is not None else o.verdict,
+                       b_answer=o.answer(), b_problems=list(o.problems), b_windows=o.windows,
+                       b_truncated=o.truncated, b_confidence=o.confidence)
+            done_rows.append(row)
+            outcomes.append(o)
+        rows.append(row)
+    if done_rows:
+        _store_annotations(conn, setup, done_rows, outcomes, now)
+    if rows:
+        conn.execute(update(res_t).where(res_t.c.id == bindparam("b_id")).values(
+            {c: bindparam(f"b_{c}", type_=res_t.c[c].type) for c in _RESULT_COLS}), rows)
     if call_rows:
-        session.connection().execute(insert(JudgeCall.__table__), call_rows)
+        conn.execute(insert(JudgeCall.__table__), call_rows)
     jr = session.get(JudgeRun, setup["judge_run_id"])
     session.refresh(jr)
     jr.n_done, jr.n_error = counters["done"], counters["error"]

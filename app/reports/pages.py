@@ -143,11 +143,6 @@ def to_csv(columns: list[str], rows: list[dict[str, Any]]) -> str:
     return buf.getvalue()
 
 
-def _load(request: Request, session: Session, p: Params) -> service.ReportData:
-    return service.load_report_data(session, threshold=request.app.state.settings.success_threshold,
-                                    taxonomy=p.taxonomy, family=p.family, scope=getattr(p, "scope", None))
-
-
 def _with_study(session: Session, user, p: Params, study: str | None) -> Params:
     """`p` with the study's run scope (after the permission rule: 404 unknown, 403 refused)."""
     from app.studies.access import study_for
@@ -171,20 +166,26 @@ def _heat(value: Any, rgb: tuple[int, int, int] = (179, 38, 30), scale: float = 
     return f"heat-{'b' if rgb == (31, 95, 191) else 'r'}-{step}"
 
 
-def _page_context(request: Request, session: Session, p: Params) -> dict[str, Any]:
-    """The page's data, from the stored result (app/results) of these parameters; ``pending``
-    (a job id) while a job computes it."""
+def _stored_page(request: Request, session: Session, p: Params):
+    """The stored result (app/results, kind ``reports_page``) of these parameters: the page and
+    its CSV links (`/reports/data/*.csv`) share it, so a CSV computes nothing in the request."""
     from app.api.deps import study_cache_key
     from app.results import service as stored
 
     try:
-        got = stored.get_result(session, "reports_page", stored.with_query(
+        return stored.get_result(session, "reports_page", stored.with_query(
             {"by": p.by, "source": p.source, "taxonomy": p.taxonomy, "family": p.family, "crossplay": p.crossplay,
              "threshold": float(request.app.state.settings.success_threshold),
              "study": study_cache_key(getattr(p, "study", None))},
             request.query_params, ignore=("min_runs", "sort", "dir")), user_id=None)
     except stored.ResultFailed as exc:
         raise service.ReportError("report", str(exc)) from None
+
+
+def _page_context(request: Request, session: Session, p: Params) -> dict[str, Any]:
+    """The page's data, from the stored result (app/results) of these parameters; ``pending``
+    (a job id) while a job computes it."""
+    got = _stored_page(request, session, p)
     if got.state == "pending":
         return {"pending": got.job_id}
     d = got.payload
@@ -278,28 +279,32 @@ def report_data_csv(
     crossplay: str = Query("model"), min_runs: str = "1", sort: str | None = None, dir: str = "desc",  # noqa: A002
     study: str | None = None,
 ):
-    """The data behind one chart or table of the page, as CSV (same query parameters)."""
+    """The data behind one chart or table of the page, as CSV (same query parameters), from the
+    page's stored result: 202 with ``Location`` of the job while it is being computed."""
     if name not in CHART_DATA:
         raise HTTPException(404, f"unknown chart data {name!r} (one of {', '.join(CHART_DATA)})")
     try:
         p = _with_study(session, user, Params(by, source, taxonomy, family, crossplay, _min_runs(min_runs), sort,
                                               dir), study)
-        data = _load(request, session, p)
-        if name == "outcomes":
-            payload = service.outcomes_payload(data, p.by, p.source)
-            columns = payload["columns"]
-            rows, _ = select_rows(payload["rows"], columns, p)
-        elif name == "prevalence":
-            columns, rows = prevalence_table(data, p.source)
-        elif name == "success":
-            columns, rows = success_table(service.outcomes_payload(data, p.by, p.source))
-        elif name == "crossplay":
-            cp = service.crossplay_payload(data, p.crossplay)
-            columns, rows = cp["columns"], cp["cells"]
-        else:
-            columns, rows = blind_spot_table(service.blind_spots_payload(data, p.source))
+        got = _stored_page(request, session, p)
     except service.ReportError as exc:
         raise HTTPException(422, str(exc)) from None
+    if got.state == "pending":
+        return Response(f"being computed by job {got.job_id}; ask again in a moment\n", status_code=202,
+                        media_type="text/plain; charset=utf-8", headers={"Location": f"/jobs/{got.job_id}"})
+    d = got.payload
+    if name == "outcomes":
+        columns = d["outcomes"]["columns"]
+        rows, _ = select_rows(d["outcomes"]["rows"], columns, p)
+    elif name == "prevalence":
+        columns, rows = d["prevalence"]["columns"], d["prevalence"]["rows"]
+    elif name == "success":
+        columns, rows = success_table(d["outcomes"])
+    elif name == "crossplay":
+        columns, rows = d["crossplay"]["columns"], d["crossplay"]["cells"]
+    else:
+        columns, rows = blind_spot_table(d["blind"])
     suffix = {"outcomes": f"-by-{p.by}", "success": f"-by-{p.by}", "crossplay": f"-by-{p.crossplay}"}.get(name, "")
     return Response(to_csv(columns, rows), media_type="text/csv; charset=utf-8",
-                    headers={"Content-Disposition": f'attachment; filename="{name}{suffix}.csv"'})
+                    headers={"Content-Disposition": f'attachment; filename="{name}{suffix}.csv"',
+                             "Age": str(got.age_seconds() or 0)})

@@ -92,3 +92,30 @@ def reports_page(session: Session, p: dict[str, Any]) -> dict[str, Any]:
             "cat_names": _category_names(data),
             "mode_names": {m["code"]: m.get("name", m["code"]) for m in data.taxonomy.definition.get("modes") or []},
             "n_runs": len(data.runs)}
+
+
+@register("detector_scores")
+def detector_scores(session: Session, p: dict[str, Any]) -> dict[str, Any]:
+    """GET /api/v1/detectors/scores and the scores table of /admin/detectors."""
+    from app.core.errors import FieldError
+    from app.detectors import service as det
+
+    try:
+        return det.score_report(session, reference=p["reference"], level=p["level"], n_boot=p["n_boot"],
+                                seed=p["seed"])
+    except det.DetectError as exc:
+        raise FieldError("taxonomy" if "taxonomy" in str(exc) else "parameters", str(exc)) from None
+
+
+@register("agreement_judges_page")
+def agreement_judges_page(session: Session, p: dict[str, Any]) -> dict[str, Any]:
+    """The judges page (/agreement/judges): humans vs machines, with the taxonomy's modes."""
+    data = _agreement_data(session, {**p, "annotators": None}, include_judges=True)
+    return {"report": agreement.judges_payload(data, n_boot=p["n_boot"], seed=p["seed"]), "modes": list(data.modes)}
+
+
+@register("agreement_attribution")
+def agreement_attribution(session: Session, p: dict[str, Any]) -> dict[str, Any]:
+    """GET /api/v1/agreement/attribution and the attribution table of the agreement page (who and
+    when: the CLI's `agreement --k K`)."""
+    return agreement.attribution_payload(_agreement_data(session, p), k=p["k"])

@@ -162,6 +162,12 @@ def test_label_import_endpoint(api):
     assert res.json()["errors"] == [{"location": "b.jsonl:1", "message": "agent: 'ghost' is not an agent of run r1"}]
     res = client.post("/api/v1/annotations/import", content=csv_body, headers={**t["rita"], "Content-Type": "text/csv"})
     assert res.json()["replaced"] == 2
+    assert res.headers["Content-Location"].startswith("/api/v1/jobs/")  # it ran as an import_labels job
+    res = client.post("/api/v1/annotations/import", content=csv_body,
+                      headers={**t["rita"], "Content-Type": "text/csv", "Prefer": "respond-async"})
+    assert res.status_code == 202 and res.headers["Location"].startswith("/api/v1/jobs/")
+    job = client.get(res.headers["Location"], headers=t["rita"]).json()
+    assert job["kind"] == "import_labels" and job["state"] == "done" and job["result"]["replaced"] == 2
     listed = client.get("/api/v1/annotations", params={"annotator": "judge:llm-a"}, headers=t["rita"]).json()
     assert listed["total"] == 2 and {a["origin"] for a in listed["items"]} == {"import"}
 

@@ -153,6 +153,7 @@ ROUTES: dict[tuple[str, str], Case] = {
     ("GET", "/api/v1/jobs/{job_id}"): Case("/api/v1/jobs/nope", USER, ok=404),
     ("POST", "/api/v1/jobs/{job_id}/cancel"): Case("/api/v1/jobs/nope/cancel", USER, ok=404),
     ("GET", "/jobs"): Case("/jobs", USER),
+    ("GET", "/jobs/{job_id}"): Case("/jobs/nope", USER, ok=404),
     ("POST", "/jobs/{job_id}/cancel"): Case("/jobs/nope/cancel", USER, ok=404),
     ("GET", "/api/v1/jobs/{job_id}/file"): Case("/api/v1/jobs/nope/file", USER, ok=404),
     ("POST", "/api/v1/detectors/run"): Case("/api/v1/detectors/run", ADMIN, send={"json": {"only": ["leak"]}}),

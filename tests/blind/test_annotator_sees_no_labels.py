@@ -261,7 +261,7 @@ def _urls(app, session: Session) -> list[str]:
         elif path == "/api/v1/studies/{name}":
             urls += [path.replace("{name}", n) for (n,) in session.execute(select(Study.name))] + [
                 path.replace("{name}", "nope")]
-        elif path in ("/api/v1/jobs/{job_id}", "/api/v1/jobs/{job_id}/file"):
+        elif path in ("/api/v1/jobs/{job_id}", "/api/v1/jobs/{job_id}/file", "/jobs/{job_id}"):
             urls += [path.replace("{job_id}", j) for (j,) in session.execute(select(Job.id))]
         elif "{" in path:
             raise AssertionError(f"GET route {path}: say in this test how to fill its parameters")

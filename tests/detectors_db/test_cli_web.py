@@ -16,6 +16,7 @@ from app.auth.models import User
 from app.cli import cli
 from app.core.config import get_settings
 from app.detectors import service as det
+from app.jobs.models import Job
 from app.main import create_app
 from app.runs.service import get_run
 from tests.annotations.factories import make_user
@@ -84,10 +85,20 @@ def test_admin_page_button_and_hints_per_batch(site):
     page = admin.get("/admin/detectors")
     assert page.status_code == 200 and "private-value-leak" in page.text and "pilot" in page.text
     assert admin.post("/admin/detectors/run", data={}, follow_redirects=False).status_code == 403  # CSRF
+    res = admin.post("/admin/detectors/run", data={"csrf_token": token, "only": "zzz"}, follow_redirects=False)
+    assert res.status_code == 303 and res.headers["location"] == "/admin/detectors"  # refused before any job
+    assert "unknown detector" in admin.get("/admin/detectors").text
     res = admin.post("/admin/detectors/run", data={"csrf_token": token}, follow_redirects=False)
-    assert res.status_code == 303
+    assert res.status_code == 303 and res.headers["location"].startswith("/jobs/")  # a detect job, shown
+    job_page = admin.get(res.headers["location"])
+    assert job_page.status_code == 200 and ": detect</h1>" in job_page.text
+    assert 'id="job-state" class="job-done">done' in job_page.text
+    assert 'id="result-runs">2<' in job_page.text and 'href="/admin/detectors"' in job_page.text
+    with Session(engine) as s:
+        job = s.get(Job, res.headers["location"].rsplit("/", 1)[1])
+        assert job.kind == "detect" and job.result["runs"] == 2 and job.progress_done == 2
     page = admin.get("/admin/detectors")
-    assert "detected on 2 runs" in page.text and "detector:leak" in page.text
+    assert "detector:leak" in page.text and 'id="result-age"' in page.text  # the scores: a stored result
 
     alice, bob = TestClient(app), TestClient(app)
     login(alice, "alice")

@@ -22,6 +22,7 @@ from tests.capture import sdk_spans
 from tests.hardening.test_live_server import _admin_token, _peak_kb, _server
 
 PEAK_RSS_BOUND_KB = 500 * 1024
+pytestmark = pytest.mark.xdist_group("live-attacks")  # with the other live-server modules
 
 
 class Probe:

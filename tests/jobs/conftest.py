@@ -44,6 +44,11 @@ class Workers:
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait(timeout=10)
 
+    def logs(self) -> str:
+        """What the workers printed (for a failing test's message)."""
+        return "\n".join(f"--- worker {i}\n" + (self.log_dir / f"worker-{i}.log").read_text(errors="replace")[-3000:]
+                         for i in range(len(self.procs)))
+
     def stop_all(self) -> None:
         for p in self.procs:
             if p.poll() is None:
@@ -71,3 +76,26 @@ def api(engine, jobs_env):
     return client
 
 
+
+
+def load_demo(engine, n: int, *, labels: bool = True, seed: int = 5) -> None:
+    """``n`` demo runs, and with ``labels`` the demo annotators' simulated labels on all of them
+    (three annotators each): enough for a bootstrap that takes seconds."""
+    from app.demo.generator import generate_runs
+    from app.demo.seeding import seed_annotations
+    from app.ingest.items import ImportItem
+    from app.ingest.loader import _after_store_default, load_items
+    from app.taxonomies.service import latest
+
+    summary = load_items(engine, (ImportItem(run=d.run, source="demo") for d in generate_runs(n, seed)),
+                         after_store=_after_store_default)
+    assert summary.imported == n, summary.errors
+    if labels:
+        with Session(engine) as s:
+            tax_pk = latest(s, "a2-failures").id
+        seed_annotations(engine, tax_pk, n_assigned=n, n_simulated=n, seed=2)
+
+
+#: the parameters of an agreement that bootstraps for seconds on `load_demo(engine, 80)`
+SLOW_AGREEMENT = {"level": "agent", "n_boot": 10_000, "seed": 3, "confidence": 0.95, "taxonomy": None,
+                  "family": None, "annotators": None, "include_judges": False, "study": None}

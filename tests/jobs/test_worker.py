@@ -1,6 +1,7 @@
 """Real workers (`a2annotate worker` processes) on a SQLite queue file, on SQLite and PostgreSQL:
-a REST import answered 202 and finished by a worker; a worker killed with kill -9 mid-import
-leaves whole runs only and the job is picked up by the next worker; a CPU budget stops an import.
+a REST import answered 202 and finished by a worker; a worker killed with kill -9 mid-import,
+mid-bootstrap and mid-export: the database holds whole runs and no half result, the job is
+picked up by the next worker and its re-run gives the same result; a CPU budget stops an import.
 The Redis broker is tested in test_redis.py (it needs the machine's Redis)."""
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from fastapi.testclient import TestClient
 from sqlalchemy import func, select
 from sqlmodel import Session
 
+from app.core.config import get_settings
 from app.demo.generator import generate_runs
 from app.jobs.models import Job
 from app.runs.models import Event, Run
@@ -125,3 +127,84 @@ def test_a_worker_process_refreshes_a_stale_agreement(jobs_env, workers, engine)
     assert fresh["stale"] is False and fresh["computed_at"] != first["computed_at"]
     assert fresh["modes"] != first["modes"]
     assert COMPUTATIONS["agreement"] == n  # computed in the worker, not in this process
+
+
+def wait_row(engine, job_id: str, until, workers=None, timeout: float = 120.0) -> Job:
+    deadline = time.monotonic() + timeout
+    while True:
+        with Session(engine) as s:
+            job = s.get(Job, job_id)
+        if until(job):
+            return job
+        assert time.monotonic() < deadline, (f"job never got there: {job.state} {job.progress_done} {job.error}\n"
+                                             + (workers.logs() if workers else ""))
+        time.sleep(0.05)
+
+
+def test_kill_9_mid_bootstrap_stores_nothing_and_the_rerun_gives_the_same_result(jobs_env, workers, engine):
+    """The agreement's bootstrap (a `result` job) is killed with its worker; nothing half-computed is
+    stored, the next worker starts it again, and what it stores equals the same computation done
+    here in the test process (same seed, same intervals)."""
+    from app.jobs import service as jobs
+    from app.results.models import StoredResult
+    from app.results.service import _kinds, result_key
+    from tests.jobs.conftest import SLOW_AGREEMENT, load_demo
+
+    load_demo(engine, 80)
+    with Session(engine) as s:
+        job_id = jobs.submit(s, "result", {"kind": "agreement", "params": SLOW_AGREEMENT}, None).id
+    first = workers.start()
+    wait_row(engine, job_id, lambda j: j.state == "running" and j.progress_done > 0, workers)
+    workers.kill9(first)
+    with Session(engine) as s:
+        assert s.get(Job, job_id).state == "running"  # nobody knows yet
+        assert s.execute(select(StoredResult)).scalar() is None  # no half result
+    workers.start()  # notices the stale job (JOB_STALE_SECONDS=2) and starts it again
+    job = wait_row(engine, job_id, lambda j: j.state in ("done", "failed", "cancelled"), workers, timeout=180)
+    assert job.state == "done" and job.attempts == 2, job.error
+    with Session(engine) as s:
+        stored = s.execute(select(StoredResult).where(StoredResult.key == result_key("agreement", SLOW_AGREEMENT))
+                           ).scalar_one()
+        here = json.loads(json.dumps(_kinds()["agreement"](s, SLOW_AGREEMENT)))
+    assert stored.payload == here and stored.data_version == job.result["data_version"]
+    assert '"ci": [' in json.dumps(here)  # bootstrap intervals are there to compare
+
+
+def _zip_tables(path) -> dict[str, list]:
+    import io
+    import zipfile
+
+    import pyarrow.parquet as pq
+
+    with zipfile.ZipFile(path) as z:
+        return {name: pq.read_table(io.BytesIO(z.read(name))).to_pylist() for name in sorted(z.namelist())
+                if name.endswith(".parquet")}
+
+
+def test_kill_9_mid_export_and_the_rerun_makes_the_same_file(api, workers, engine, tmp_path):
+    """The Hugging Face export job is killed with its worker; the next worker starts it again in its
+    emptied folder and the zip holds exactly the tables an export made here holds."""
+    from app.exports.hf import hf_zip
+    from app.exports.service import ExportOptions
+    from tests.jobs.conftest import load_demo
+
+    load_demo(engine, 600, labels=False)
+    r = api.get("/api/v1/exports/hf.zip", headers={"Prefer": "respond-async"})
+    assert r.status_code == 202, r.text
+    job_id = r.headers["location"].rsplit("/", 1)[1]
+    first = workers.start()
+    wait_row(engine, job_id, lambda j: j.state == "running", workers)
+    workers.kill9(first)
+    with Session(engine) as s:
+        killed = s.get(Job, job_id)
+    assert killed.state == "running", "the export ended before the kill: give it more runs"
+    workers.start()
+    job = wait_row(engine, job_id, lambda j: j.state in ("done", "failed", "cancelled"), workers, timeout=180)
+    assert job.state == "done" and job.attempts == 2, job.error
+    got = api.get(f"/api/v1/jobs/{job_id}/file")
+    assert got.status_code == 200 and got.headers["content-type"] == "application/zip"
+    (tmp_path / "job.zip").write_bytes(got.content)
+    here = hf_zip(engine, ExportOptions(threshold=get_settings().success_threshold, strip_demo_truth=True),
+                  work_dir=tmp_path / "here")
+    tables = _zip_tables(tmp_path / "job.zip")
+    assert tables == _zip_tables(here) and len(tables["data/runs/train-00000-of-00001.parquet"]) == 600

@@ -98,7 +98,7 @@ def test_faults_per_request(engine, monkeypatch):
         rid = req.run_id
         good = Reply(text=json.dumps(truth_answer(runs[rid])))
         if rid == a_timeout and req.seen == 1:
-            return Reply(text="{}", delay=1.5)
+            return Reply(text="{}", delay=3.0)
         if rid == b_text_once and not req.is_retry_for_parse:
             return Reply(text="I believe the run went fine, mostly.")
         if rid == c_text_twice:
@@ -117,7 +117,7 @@ def test_faults_per_request(engine, monkeypatch):
         return good
 
     with StandIn(script) as srv:
-        text = judge_file(srv.base_url, extra="output: text\nlimits: {concurrency: 4, retries: 2, timeout_seconds: 0.5, "
+        text = judge_file(srv.base_url, extra="output: text\nlimits: {concurrency: 4, retries: 2, timeout_seconds: 1.0, "
                                              "backoff_initial_seconds: 0.01, backoff_max_seconds: 0.05}\n")
         jv_id, jr_id = _register_plan(engine, text)
         t0 = time.monotonic()
@@ -358,3 +358,58 @@ def test_requests_per_minute_limit_is_shared(engine):
         elapsed = time.monotonic() - t0
     assert prog.state == "done" and prog.done == 33 and len(srv.log) == 33
     assert elapsed >= 4.0  # requests 31 to 33 waited for the bucket
+
+
+def test_bulk_writer_keeps_foreign_labels_and_a_non_json_body_is_a_call_error(engine, monkeypatch):
+    """The writer stores a batch in a few statements: a run whose `judge:<name>` annotation came from
+    an import keeps it (the result says so); the judge's own earlier annotation is replaced, labels
+    and all; an answer body that is no JSON is that run's error, naming it."""
+    from app.auth.service import judge_user
+    from app.taxonomies.service import resolve
+
+    runs = load_demo(engine, 4)
+    foreign, replaced, broken, plain = sorted(runs)
+    with Session(engine) as s:
+        user, tax = judge_user(s, "tj"), resolve(s, "a2-failures")
+        pk = {r.run_id: r.id for r in s.exec(select(Run)).all()}
+        imp = Annotation(run_pk=pk[foreign], user_id=user.id, taxonomy_pk=tax.id, status="submitted", origin="import")
+        s.add(imp)
+        s.flush()
+        s.add(Label(annotation_id=imp.id, mode="CF1", agent="someone", evidence=[1]))
+        s.commit()
+        imp_id, user_id = imp.id, user.id
+
+    def script(req):
+        if req.run_id == broken:
+            return Reply(raw_body="<html>bad gateway</html>")
+        return Reply(text=json.dumps(truth_answer(runs[req.run_id])))
+
+    with StandIn(script) as srv:
+        text = judge_file(srv.base_url, extra="limits: {retries: 0}\n")
+        _, jr1 = _register_plan(engine, text, run_ids=[replaced])
+        service.execute(engine, jr1)
+        jv2, jr2 = _register_plan(engine, text + "prompts:\n  system: \"Answer in JSON.\"\n")
+        prog = service.execute(engine, jr2)
+    assert (prog.done, prog.error) == (3, 1)
+    with Session(engine) as s:
+        res = {rid: r for r, rid in s.execute(select(JudgeResult, Run.run_id).join(Run, Run.id == JudgeResult.run_pk)
+                                              .where(JudgeResult.judge_version_id == jv2))}
+        assert res[broken].state == "error" and "the endpoint's answer is no JSON" in res[broken].error
+        assert "bad gateway" in res[broken].error and res[broken].annotation_id is None
+        assert res[foreign].state == "done" and res[foreign].annotation_id is None
+        assert res[foreign].problems == ["judge:tj already holds import labels on this run; the judge's answer is "
+                                         "kept here only (rename the judge)"]
+        kept = s.get(Annotation, imp_id)
+        assert kept.origin == "import" and [(x.mode, x.agent) for x in s.exec(
+            select(Label).where(Label.annotation_id == imp_id)).all()] == [("CF1", "someone")]
+        anns = {a.run_pk: a for a in s.exec(select(Annotation).where(Annotation.user_id == user_id)).all()}
+        assert set(anns) == {pk[foreign], pk[replaced], pk[plain]}
+        v2 = s.get(JudgeVersion, jv2).version
+        for rid in (replaced, plain):
+            a = anns[pk[rid]]
+            assert (a.origin, a.source_version, a.status) == ("judge", v2, "submitted")
+            assert res[rid].annotation_id == a.id and a.no_failure == (not truth_answer(runs[rid])["labels"])
+        assert len(s.exec(select(Annotation).where(Annotation.run_pk == pk[replaced],
+                                                   Annotation.user_id == user_id)).all()) == 1
+        stored = _judge_labels(s, "tj")
+    assert stored[replaced] == _expected(runs[replaced]) and stored[plain] == _expected(runs[plain])

@@ -773,6 +773,11 @@ def iter_tree(root: str | os.PathLike, mapping: str | os.PathLike | dict | Mappi
         from app.ingest.inspect import infer_profile
 
         prof = infer_profile(root_path)
+    if prof.get("runs"):  # runs held in files: several per file, or one file per run
+        from app.ingest.profiled_runs import iter_runs_tree
+
+        yield from iter_runs_tree(root_path, prof, shown_root, loose)
+        return
     if not prof.builtin_names:
         yield from _iter_profiled(root_path, prof, shown_root, loose)
         return
@@ -901,3 +906,10 @@ class TreeReader(Reader):
         from app.ingest.detect import read_tree
 
         return read_tree(path, shown, mapping=self.mapping, profile=self.profile)
+
+    def read_runs_file(self, path: Path, shown: str) -> Iterator[ImportItem]:
+        """A file holding runs, read by the profile's ``runs`` block (`app.ingest.profiled_runs`)."""
+        from app.ingest.profile import load_profile
+        from app.ingest.profiled_runs import iter_runs_file
+
+        return iter_runs_file(load_profile(self.profile), Path(path), shown)
