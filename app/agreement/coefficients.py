@@ -75,7 +75,7 @@ from __future__ import annotations
 import math
 import numbers
 from dataclasses import dataclass
-from itertools import chain, combinations
+from itertools import chain, combinations, repeat
 from typing import Any
 
 import numpy as np
@@ -245,118 +245,184 @@ def _check_categories(categories: Any) -> list | None:
     return cats
 
 
-_FAST_SCALAR_TYPES = (int, float, str, bytes, np.integer, np.floating, np.bool_, np.str_)
+#: cell types that are hashable scalars as they are (a set-valued cell of these needs no checks)
+_PLAIN_SCALARS = frozenset({int, float, str, bool, bytes, type(None)})
+#: the types of gaps (None, NaN)
+_GAP_TYPES = frozenset({type(None), float, np.float64, np.float32, np.float16})
 
 
-def _encode_scalar_fast(rows: list, cats: list | None) -> CodedRatings | None:
-    """Vectorised :func:`encode_ratings` for a rectangular matrix of plain scalars and gaps.
+def _is_row(row: Any) -> bool:
+    return isinstance(row, (list, tuple, np.ndarray)) and not isinstance(row, (str, bytes, dict))
 
-    Factorises the cells once (pandas, first-appearance order, Python equality as a ``dict``)
-    and maps the codes through a small lookup table.  Returns None whenever the input is not
-    such a matrix (ragged rows, collections, mappings, unusual scalar types, missing markers
-    other than None/NaN) so that the per-cell path handles it, including its error messages.
-    """
+
+class _CellError(Exception):
+    """The first bad cell seen so far: ``(position, message)``, the lowest position winning."""
+
+
+def _first_error(found: tuple[int, str] | None, position: int, message: str) -> tuple[int, str]:
+    return (position, message) if found is None or position < found[0] else found
+
+
+def _distinct_cells(rows: list, width: int) -> tuple[np.ndarray, list, list[int]]:
+    """The cells of ``rows`` (row-major, ragged rows padded with gaps) coded by distinct
+    normalised value: ``(codes, values, first)``, code -1 a gap (None or NaN), ``values[c]`` the
+    normalised value (scalar or frozenset) as it first appears, ``first[c]`` where it first
+    appears.  Values are told apart by Python equality, as a ``set`` does; a cell that does not
+    normalise raises the error of the first such cell."""
     import pandas as pd
 
-    if not rows:
-        return None
-    widths = set(map(len, rows))
-    if len(widths) != 1 or 0 in widths:
-        return None  # ragged or empty rows
-    shape = (len(rows), widths.pop())
-    # the cells as one flat object array (a collection cell stays one object: factorize refuses
-    # a list, and a tuple fails the scalar check below)
-    flat = np.fromiter(chain.from_iterable(rows), dtype=object, count=shape[0] * shape[1])
-    try:
-        fcodes, uniques = pd.factorize(flat, use_na_sentinel=True)
-    except TypeError:  # an unhashable cell (list, dict, set): the per-cell path
-        return None
-    uniques = list(uniques)
-    if not all(isinstance(v, _FAST_SCALAR_TYPES) for v in uniques):
-        return None
-    gaps = flat[fcodes < 0]
-    if not all(x is None or (isinstance(x, (float, np.floating)) and math.isnan(x)) for x in gaps):
-        return None  # pd.NA / NaT and friends: the per-cell path decides
-    uniques = [v.item() if isinstance(v, np.generic) else v for v in uniques]
-    if len(set(uniques)) != len(uniques):  # e.g. np.float64(1.0) and 1 kept apart: be exact
-        return None
-    if cats is not None:
-        pos = {c: i for i, c in enumerate(cats)}
-        bad = [i for i, v in enumerate(uniques) if v not in pos]
-        if bad:
-            first = int(np.nonzero(np.isin(fcodes, bad))[0][0])
-            u, r = divmod(first, shape[1])
-            raise ValueError(f"ratings[{u}][{r}]: value {uniques[fcodes[first]]!r} is not in categories")
-        domain = tuple(cats)
+    n = len(rows)
+    if set(map(len, rows)) <= {width}:
+        cells = chain.from_iterable(rows)
     else:
-        domain = tuple(_sorted_values(set(uniques)))
-    index = {v: i for i, v in enumerate(domain)}
-    lookup = np.array([index[v] for v in uniques] + [-1], dtype=np.int64)
-    codes = lookup[np.where(fcodes < 0, len(uniques), fcodes)].reshape(shape)
-    return CodedRatings(codes=codes, domain=domain, is_set=False)
+        cells = chain.from_iterable(chain(row, repeat(None, width - len(row))) for row in rows)
+    flat = np.fromiter(cells, dtype=object, count=n * width)  # a collection cell stays one object
+
+    def where(i: int) -> str:
+        return f"ratings[{i // width}][{i % width}]"
+
+    error: tuple[int, str] | None = None
+    try:
+        fcodes, uniques = pd.factorize(flat, use_na_sentinel=False)
+    except TypeError:  # unhashable cells (lists, sets, mappings, arrays): normalise those first
+        flat = flat.copy()
+        for i, x in enumerate(flat):
+            t = type(x)
+            if t in _PLAIN_SCALARS:
+                continue
+            if t is list or t is np.ndarray:  # the common set-valued cells: lists of scalars
+                items = x.tolist() if t is np.ndarray else x
+                types = set(map(type, items))
+                if types <= _PLAIN_SCALARS:
+                    flat[i] = frozenset(items)
+                    continue
+                if all(u in _PLAIN_SCALARS or (issubclass(u, np.generic) and u is not np.void) for u in types):
+                    flat[i] = frozenset([v.item() if isinstance(v, np.generic) else v for v in items])
+                    continue
+            try:
+                hash(x)
+                continue
+            except TypeError:
+                pass
+            try:
+                flat[i] = _normalise_cell(x, where(i))
+            except ValueError as exc:
+                error = (i, str(exc))
+                flat[i:] = None  # nothing after the first bad cell matters
+                break
+        fcodes, uniques = pd.factorize(flat, use_na_sentinel=False)
+    fcodes = np.asarray(fcodes, dtype=np.int64)
+    uniques = list(uniques)
+    first = np.unique(fcodes, return_index=True)[1].tolist() if len(fcodes) else []
+    # pandas puts every NA-like value in one group: only None and NaN are gaps, the others
+    # (pd.NA, NaT, ...) are values of their own, as the cell rules say
+    na = [k for k, v in enumerate(uniques) if pd.isna(v) is True]
+    if na:
+        at = np.flatnonzero(fcodes == na[0])
+        odd = [] if set(map(type, flat[at])) <= _GAP_TYPES else [i for i in at.tolist() if not _is_missing(flat[i])]
+        if odd:
+            extra: dict[Any, int] = {}
+            for i in odd:  # ascending: each new value at its first cell
+                code = extra.get(flat[i])
+                if code is None:
+                    code = extra[flat[i]] = len(uniques) + len(extra)
+                    first.append(i)
+                fcodes[i] = code
+            uniques += list(extra)
+        uniques[na[0]] = None
+    # normalise each distinct value once, then merge the ones Python calls equal (1 and 1.0)
+    values: list = []
+    index: dict[Any, int] = {}
+    lookup = np.full(len(uniques) + 1, -1, dtype=np.int64)
+    value_first: list[int] = []
+    for k, v in enumerate(uniques):
+        if v is None:
+            continue
+        try:
+            v = _normalise_cell(v, where(first[k]))
+        except ValueError as exc:
+            error = _first_error(error, first[k], str(exc))
+            continue
+        if v is None:
+            continue
+        code = index.get(v)
+        if code is None:
+            code = index[v] = len(values)
+            values.append(v)
+            value_first.append(first[k])
+        elif first[k] < value_first[code]:
+            values[code], value_first[code] = v, first[k]
+        lookup[k] = code
+    if error is not None:
+        raise _CellError(*error)
+    return lookup[fcodes], values, value_first
 
 
 def encode_ratings(ratings: Any, categories: list | None = None, *, as_sets: bool = False) -> CodedRatings:
     """Validate a ratings matrix and code it; returns a :class:`CodedRatings`.
 
-    Raises ``ValueError`` naming ``ratings``, ``ratings[u]`` or ``ratings[u][r]`` on bad input.
+    A cell is None or NaN (a gap), a hashable scalar (numpy scalars become Python ones) or a
+    list / tuple / set of scalar labels (a set-valued rating); values are told apart by Python
+    equality.  Rows may be ragged (short rows end in gaps).  With any set-valued cell, or
+    ``as_sets``, every cell is a set.  Raises ``ValueError`` naming ``ratings``, ``ratings[u]``
+    or ``ratings[u][r]`` (the first bad one, row by row) on bad input.
     """
     if isinstance(ratings, (str, bytes, dict)) or not hasattr(ratings, "__iter__"):
         raise ValueError("ratings must be a list of units, each a list of rater cells")
     rows = list(ratings)
     cats = _check_categories(categories)
-    if not as_sets and set(map(type, rows)) <= {list, tuple, np.ndarray}:
-        fast = _encode_scalar_fast(rows, cats)
-        if fast is not None:
-            return fast
-    return _encode_cells(rows, cats, as_sets)
-
-
-def _encode_cells(rows: list, cats: list | None, as_sets: bool) -> CodedRatings:
-    """The per-cell path of :func:`encode_ratings` (any input it accepts; exact errors)."""
-    grid: list[list[Any]] = []
-    any_set = as_sets
-    for u, row in enumerate(rows):
-        if isinstance(row, (str, bytes, dict)) or not isinstance(row, (list, tuple, np.ndarray)):
-            raise ValueError(f"ratings[{u}] must be a list of rater cells")  # noqa: TRY004
-        cells = [_normalise_cell(x, f"ratings[{u}][{r}]") for r, x in enumerate(row)]
-        any_set = any_set or any(isinstance(c, frozenset) for c in cells)
-        grid.append(cells)
-    n_raters = max((len(c) for c in grid), default=0)
-    if any_set:
-        grid = [
-            [c if (c is None or isinstance(c, frozenset)) else frozenset([c]) for c in cells]
-            for cells in grid
-        ]
+    bad_row = None
+    if not set(map(type, rows)) <= {list, tuple, np.ndarray}:
+        bad_row = next((u for u, row in enumerate(rows) if not _is_row(row)), None)
+    good = rows if bad_row is None else rows[:bad_row]
+    width = max(map(len, good), default=0)
+    try:
+        codes, values, first = _distinct_cells(good, width)
+    except _CellError as exc:
+        raise ValueError(exc.args[1]) from None
+    if bad_row is not None:
+        raise ValueError(f"ratings[{bad_row}] must be a list of rater cells")
+    any_set = as_sets or any(isinstance(v, frozenset) for v in values)
+    if any_set:  # every cell a set: a scalar is the set of one label (and may meet a set)
+        merged: dict[frozenset, int] = {}
+        remap = np.empty(len(values) + 1, dtype=np.int64)
+        remap[-1] = -1
+        sets: list[frozenset] = []
+        set_first: list[int] = []
+        for k, (v, f) in enumerate(zip(values, first)):
+            s = v if isinstance(v, frozenset) else frozenset([v])
+            code = merged.get(s)
+            if code is None:
+                code = merged[s] = len(sets)
+                sets.append(s)
+                set_first.append(f)
+            elif f < set_first[code]:
+                sets[code], set_first[code] = s, f
+            remap[k] = code
+        codes = remap[codes]
+        values, first = sets, set_first
     pos = {c: i for i, c in enumerate(cats)} if cats is not None else None
-
-    observed: set = set()
-    for u, cells in enumerate(grid):
-        for r, c in enumerate(cells):
-            if c is None:
-                continue
-            if pos is not None:
-                if any_set:
-                    bad = [e for e in c if e not in pos]
-                    if bad:
-                        raise ValueError(f"ratings[{u}][{r}]: label {bad[0]!r} is not in categories")
-                elif c not in pos:
-                    raise ValueError(f"ratings[{u}][{r}]: value {c!r} is not in categories")
-            observed.add(c)
-
+    if pos is not None:
+        error: tuple[int, str] | None = None
+        for v, f in zip(values, first):
+            where = f"ratings[{f // width}][{f % width}]"
+            if any_set:
+                bad = [e for e in v if e not in pos]
+                if bad:
+                    error = _first_error(error, f, f"{where}: label {bad[0]!r} is not in categories")
+            elif v not in pos:
+                error = _first_error(error, f, f"{where}: value {v!r} is not in categories")
+        if error is not None:
+            raise ValueError(error[1])
     if any_set:
-        domain = tuple(sorted(observed, key=lambda s: _set_key(s, pos)))
+        domain = tuple(sorted(values, key=lambda s: _set_key(s, pos)))
     elif cats is not None:
         domain = tuple(cats)
     else:
-        domain = tuple(_sorted_values(observed))
+        domain = tuple(_sorted_values(set(values)))
     index = {v: i for i, v in enumerate(domain)}
-    codes = np.full((len(grid), n_raters), -1, dtype=np.int64)
-    for u, cells in enumerate(grid):
-        for r, c in enumerate(cells):
-            if c is not None:
-                codes[u, r] = index[c]
-    return CodedRatings(codes=codes, domain=domain, is_set=any_set)
+    lookup = np.array([index[v] for v in values] + [-1], dtype=np.int64)
+    return CodedRatings(codes=lookup[codes].reshape(len(rows), width), domain=domain, is_set=any_set)
 
 
 # --------------------------------------------------------------------------------------------

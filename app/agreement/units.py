@@ -387,37 +387,17 @@ def _check_coefficients(coefficients: Sequence[str]) -> list[str]:
     return out
 
 
-def _label_groups(labels: pd.DataFrame) -> dict[tuple, dict[Any, tuple[set, set]]]:
-    """(run_id, mode) -> annotator -> (agent set, evidence set), over the given labels."""
-    out: dict[tuple, dict[Any, tuple[set, set]]] = {}
-    has_agent = "agent" in labels.columns
-    has_ev = "evidence" in labels.columns
-    cols = [
-        labels["run_id"],
-        labels["mode"],
-        labels["annotator"],
-        labels["agent"] if has_agent else [None] * len(labels),
-        labels["evidence"] if has_ev else [None] * len(labels),
-    ]
-    for run, mode, ann, agent, ev in zip(*cols):
-        agents_set, ev_set = out.setdefault((run, mode), {}).setdefault(ann, (set(), set()))
-        if agent is not None and not (isinstance(agent, float) and math.isnan(agent)):
-            agents_set.add(_plain(agent))
-        if type(ev) is list and all(type(v) is int for v in ev):  # the stored form
-            ev_set.update(ev)
-        else:
-            ev_set.update(_as_set(ev))
-    return out  # plain sets: compared and combined like frozensets, without copying them
-
-
-def _codes_or_none(col: Any, kinds: tuple[str, ...], skipna: bool = False) -> tuple[np.ndarray, pd.Index] | None:
-    """(codes in first-appearance order, uniques) of a column whose inferred type is one of
-    ``kinds`` (equality is then plain ``==``, as for the dict keys of the loop path), else None."""
-    if pd.api.types.infer_dtype(col, skipna=skipna) not in kinds:
-        return None
-    codes, uniques = pd.factorize(np.asarray(col, dtype=object) if not isinstance(col, pd.Series) else col,
-                                  use_na_sentinel=True)
-    return np.asarray(codes, dtype=np.int64), pd.Index(uniques)
+def _factorize(values: Any, plain: bool = False) -> tuple[np.ndarray, list]:
+    """Codes (in first-appearance order) and distinct values of ``values``, told apart as ``dict``
+    keys are (``plain``: numpy scalars made Python ones first)."""
+    values = np.asarray(values, dtype=object) if not isinstance(values, (pd.Series, np.ndarray)) else values
+    if len(values) and pd.api.types.infer_dtype(values, skipna=False) in ("string", "integer"):
+        codes, uniques = pd.factorize(values)  # plain ==, as a dict key, without the loop
+        return np.asarray(codes, dtype=np.int64), list(uniques)
+    index: dict[Any, int] = {}
+    keys = map(_plain, values) if plain else iter(values)
+    codes = np.fromiter((index.setdefault(v, len(index)) for v in keys), dtype=np.int64, count=len(values))
+    return codes, list(index)
 
 
 def _within_group_pairs(group: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -453,52 +433,53 @@ def _common_counts(pos: np.ndarray, item: np.ndarray, pa: np.ndarray, pb: np.nda
     return np.where(hit, common[1][at_ok] if len(common[0]) else 0, 0)
 
 
-def _blame_and_evidence_fast(labels: pd.DataFrame) -> tuple[list, int, int, int, int] | None:
-    """The counts of :func:`_blame_and_evidence` (``jaccards`` in the loop's order, ``same``,
-    ``attributed``, ``unattributed``, ``no_evidence``), vectorised, for labels whose run ids,
-    modes and annotators are all strings (or all integers), agents strings or missing, evidence
-    lists of integers or missing; None for anything else (the loop path decides)."""
+def _blame_and_evidence_counts(labels: pd.DataFrame) -> tuple[list, int, int, int, int]:
+    """The counts of :func:`_blame_and_evidence`: for every pair of annotators who labelled the
+    same (run, mode) (pairs within a (run, mode) in sorted annotator order, the (run, mode) in
+    first-appearance order), whether both named agents and then the same set of them, and the
+    Jaccard index of their evidence sets.  Returns ``(jaccards, same, attributed, unattributed,
+    no_evidence)``.  A missing agent (None or NaN) names none; evidence is a list of steps, a
+    single step, or missing."""
     n = len(labels)
     if n == 0:
-        return None
-    run = _codes_or_none(labels["run_id"], ("string", "integer"))
-    mode = _codes_or_none(labels["mode"], ("string", "integer"))
-    ann = _codes_or_none(labels["annotator"], ("string", "integer"))
-    if run is None or mode is None or ann is None:
-        return None
+        return [], 0, 0, 0, 0
+    run, _ = _factorize(labels["run_id"])
+    mode, mode_values = _factorize(labels["mode"])
+    ann, ann_values = _factorize(labels["annotator"])
     if "agent" in labels.columns:
-        agent = _codes_or_none(labels["agent"], ("string", "empty"), skipna=True)
-        if agent is None:
-            return None
-        missing = labels["agent"][agent[0] < 0].tolist()
-        if not all(x is None or (type(x) is float and math.isnan(x)) for x in missing):
-            return None  # pd.NA and the like: the loop path decides
-        agent_codes = agent[0]
+        col = labels["agent"].to_numpy(dtype=object)
+        present = ~np.asarray(pd.isna(col), dtype=bool)
+        for i in np.flatnonzero(~present).tolist():  # pd.NA and the like name an agent (of that name)
+            present[i] = not (col[i] is None or (isinstance(col[i], float) and math.isnan(col[i])))
+        agent_codes = np.full(n, -1, dtype=np.int64)
+        if present.any():
+            agent_codes[present] = _factorize(col[present], plain=True)[0]
     else:
         agent_codes = np.full(n, -1, dtype=np.int64)
     lengths = np.zeros(n, dtype=np.int64)
     flat: list = []
     if "evidence" in labels.columns:
         for i, ev in enumerate(labels["evidence"].tolist()):
-            if type(ev) is list:
+            if type(ev) is list:  # the stored form: a list of steps
                 lengths[i] = len(ev)
                 flat.extend(ev)
             elif not (ev is None or (type(ev) is float and math.isnan(ev))):
-                return None
+                items = _as_set(ev)
+                lengths[i] = len(items)
+                flat.extend(items)
     try:
         seqs = np.array(flat) if flat else np.empty(0, dtype=np.int64)
     except (OverflowError, ValueError, TypeError):
-        return None
-    if seqs.dtype.kind != "i" or seqs.ndim != 1:
-        return None
-    try:
-        ann_order = sorted(ann[1].tolist())
-    except TypeError:
-        return None
-    rank = pd.Index(ann_order).get_indexer(ann[1])
-    n_ann = len(ann_order)
-    group, _ = pd.factorize(run[0] * max(len(mode[1]), 1) + mode[0])  # (run, mode) by first appearance
-    cell = np.asarray(group, dtype=np.int64) * n_ann + rank[ann[0]]
+        seqs = np.empty(0, dtype=object)
+    if seqs.dtype.kind == "i" and seqs.ndim == 1 and len(seqs) == len(flat):
+        seq_codes = np.asarray(pd.factorize(seqs)[0], dtype=np.int64)
+    else:
+        seq_codes = _factorize(flat, plain=True)[0]
+    rank_of = {v: i for i, v in enumerate(_sorted(ann_values))}
+    rank = np.array([rank_of[v] for v in ann_values], dtype=np.int64)
+    n_ann = len(ann_values)
+    group, _ = pd.factorize(run * max(len(mode_values), 1) + mode)  # (run, mode) by first appearance
+    cell = np.asarray(group, dtype=np.int64) * n_ann + rank[ann]
     cells, cell_of_label = np.unique(cell, return_inverse=True)  # sorted by (group, annotator rank)
     cell_of_label = np.asarray(cell_of_label).reshape(-1)
     n_pos = len(cells)
@@ -521,7 +502,6 @@ def _blame_and_evidence_fast(labels: pd.DataFrame) -> tuple[list, int, int, int,
         return np.bincount(own, minlength=n_pos), _common_counts(own, item, pa, pb, n_pos)
 
     ag_size, ag_common = sets(cell_of_label, agent_codes)
-    seq_codes = np.asarray(pd.factorize(seqs)[0], dtype=np.int64) if len(seqs) else np.empty(0, dtype=np.int64)
     ev_size, ev_common = sets(np.repeat(cell_of_label, lengths), seq_codes)
 
     attributed_mask = (ag_size[pa] > 0) & (ag_size[pb] > 0)
@@ -534,11 +514,7 @@ def _blame_and_evidence_fast(labels: pd.DataFrame) -> tuple[list, int, int, int,
 
 
 def _blame_and_evidence(labels: pd.DataFrame) -> tuple[dict[str, Any], dict[str, Any]]:
-    fast = _blame_and_evidence_fast(labels)
-    if fast is not None:
-        jac, same, attributed, unattributed, no_ev = fast
-    else:
-        jac, same, attributed, unattributed, no_ev = _blame_and_evidence_loop(labels)
+    jac, same, attributed, unattributed, no_ev = _blame_and_evidence_counts(labels)
     blame = {
         "n_pairs": attributed,
         "n_same_agent": same,
@@ -551,29 +527,6 @@ def _blame_and_evidence(labels: pd.DataFrame) -> tuple[dict[str, Any], dict[str,
         "n_pairs_without_evidence": no_ev,
     }
     return blame, evidence
-
-
-def _blame_and_evidence_loop(labels: pd.DataFrame) -> tuple[list, int, int, int, int]:
-    """The counts of :func:`_blame_and_evidence` by a loop over :func:`_label_groups` (any input)."""
-    same = attributed = unattributed = 0
-    jac: list[float] = []
-    no_ev = 0
-    for by_ann in _label_groups(labels).values():
-        if len(by_ann) < 2:
-            continue
-        for a, b in combinations(_sorted(by_ann), 2):
-            (ag_a, ev_a), (ag_b, ev_b) = by_ann[a], by_ann[b]
-            if ag_a and ag_b:
-                attributed += 1
-                same += ag_a == ag_b
-            else:
-                unattributed += 1
-            union = ev_a | ev_b
-            if union:
-                jac.append(len(ev_a & ev_b) / len(union))
-            else:
-                no_ev += 1
-    return jac, same, attributed, unattributed, no_ev
 
 
 def agreement_report(

@@ -201,79 +201,6 @@ def _where(name: str, i: int, row: Mapping[str, Any]) -> str:
     return f"{name} row {i}" + ("" if _missing(rid) else f" (run_id={rid!r})")
 
 
-def _req_str(name: str, i: int, row: Mapping[str, Any], field: str) -> str:
-    value = row[field]
-    if not isinstance(value, str) or not value:
-        raise ReportInputError(
-            f"{_where(name, i, row)}: field {field!r} must be a non-empty string, got {value!r}"
-        )
-    return value
-
-
-def _opt_str(name: str, i: int, row: Mapping[str, Any], field: str) -> str | None:
-    value = row[field]
-    if _missing(value):
-        return None
-    if not isinstance(value, str):
-        raise ReportInputError(
-            f"{_where(name, i, row)}: field {field!r} must be a string or missing, got {value!r}"
-        )
-    return value
-
-
-def _choice(
-    name: str, i: int, row: Mapping[str, Any], field: str, allowed: Sequence[str], optional: bool
-) -> str | None:
-    value = row[field]
-    if optional and _missing(value):
-        return None
-    if value not in allowed:
-        extra = " or missing" if optional else ""
-        raise ReportInputError(
-            f"{_where(name, i, row)}: field {field!r} = {value!r} is not one of {', '.join(allowed)}{extra}"
-        )
-    return value
-
-
-def _opt_number(name: str, i: int, row: Mapping[str, Any], field: str) -> float | None:
-    value = row[field]
-    if _missing(value):
-        return None
-    if not _is_number(value):
-        raise ReportInputError(
-            f"{_where(name, i, row)}: field {field!r} must be a number or missing, got {value!r}"
-        )
-    return float(value)
-
-
-def _opt_bool(name: str, i: int, row: Mapping[str, Any], field: str) -> bool | None:
-    value = row[field]
-    if _missing(value):
-        return None
-    if isinstance(value, (bool, np.bool_)):
-        return bool(value)
-    if _is_number(value) and float(value) in (0.0, 1.0):
-        return bool(value)
-    raise ReportInputError(
-        f"{_where(name, i, row)}: field {field!r} must be true, false or missing, got {value!r}"
-    )
-
-
-def _numeric_metrics(name: str, i: int, row: Mapping[str, Any]) -> dict[str, float]:
-    value = row["metrics"]
-    if _missing(value):
-        return {}
-    if type(value) is not dict and not isinstance(value, Mapping):
-        raise ReportInputError(
-            f"{_where(name, i, row)}: field 'metrics' must be a dict or missing, got {type(value).__name__}"
-        )
-    out: dict[str, float] = {}
-    for key, v in value.items():
-        if _is_number(v) and math.isfinite(float(v)):
-            out[str(key)] = float(v)
-    return out
-
-
 def _id_set(values: Any, name: str) -> set[str]:
     if values is None:
         return set()
@@ -289,124 +216,23 @@ def _id_set(values: Any, name: str) -> set[str]:
 
 # --------------------------------------------------------------------------------------------
 # parsing / validation
-
-
-def _parse_runs(runs: pd.DataFrame) -> dict[str, dict[str, Any]]:
-    _check_frame(runs, RUN_COLUMNS, "runs")
-    out: dict[str, dict[str, Any]] = {}
-    for i, row in enumerate(_records(runs, RUN_COLUMNS)):
-        run_id = _req_str("runs", i, row, "run_id")
-        if run_id in out:
-            raise ReportInputError(f"runs row {i}: duplicate run_id {run_id!r}")
-        out[run_id] = {
-            "run_id": run_id,
-            "scenario_id": _req_str("runs", i, row, "scenario_id"),
-            "family": _req_str("runs", i, row, "family"),
-            "alignment": _choice("runs", i, row, "alignment", ALIGNMENTS, optional=True),
-            "status": _choice("runs", i, row, "status", STATUSES, optional=False),
-            "aggregate_score": _opt_number("runs", i, row, "aggregate_score"),
-        }
-    return out
-
-
-def _parse_principals(
-    principals: pd.DataFrame, runs: Mapping[str, Any]
-) -> dict[tuple[str, str], dict[str, Any]]:
-    _check_frame(principals, PRINCIPAL_COLUMNS, "principals")
-    out: dict[tuple[str, str], dict[str, Any]] = {}
-    for i, row in enumerate(_records(principals, PRINCIPAL_COLUMNS)):
-        run_id = _req_str("principals", i, row, "run_id")
-        if run_id not in runs:
-            raise ReportInputError(f"principals row {i}: run_id {run_id!r} is not in runs")
-        pid = _req_str("principals", i, row, "principal_id")
-        if (run_id, pid) in out:
-            raise ReportInputError(f"principals row {i}: duplicate principal {pid!r} in run {run_id!r}")
-        out[(run_id, pid)] = {
-            "run_id": run_id,
-            "principal_id": pid,
-            "kind": _choice("principals", i, row, "kind", PRINCIPAL_KINDS, optional=True),
-            "success": _opt_bool("principals", i, row, "success"),
-            "score": _opt_number("principals", i, row, "score"),
-            "metrics": _numeric_metrics("principals", i, row),
-        }
-    return out
-
-
-def _parse_agents(
-    agents: pd.DataFrame, runs: Mapping[str, Any], principals: Mapping[tuple[str, str], Any]
-) -> dict[tuple[str, str], dict[str, Any]]:
-    _check_frame(agents, AGENT_COLUMNS, "agents")
-    out: dict[tuple[str, str], dict[str, Any]] = {}
-    for i, row in enumerate(_records(agents, AGENT_COLUMNS)):
-        run_id = _req_str("agents", i, row, "run_id")
-        if run_id not in runs:
-            raise ReportInputError(f"agents row {i}: run_id {run_id!r} is not in runs")
-        aid = _req_str("agents", i, row, "agent_id")
-        if (run_id, aid) in out:
-            raise ReportInputError(f"agents row {i}: duplicate agent {aid!r} in run {run_id!r}")
-        pid = _req_str("agents", i, row, "principal_id")
-        if (run_id, pid) not in principals:
-            raise ReportInputError(
-                f"agents row {i} (run_id={run_id!r}, agent_id={aid!r}): principal_id {pid!r} "
-                "is not a principal of that run"
-            )
-        out[(run_id, aid)] = {
-            "run_id": run_id,
-            "agent_id": aid,
-            "principal_id": pid,
-            "role": _opt_str("agents", i, row, "role"),
-            "model": _opt_str("agents", i, row, "model"),
-            "harness": _opt_str("agents", i, row, "harness"),
-        }
-    return out
-
-
-def _parse_report_labels(
-    labels: pd.DataFrame, runs: Mapping[str, Any], agents: Mapping[tuple[str, str], Any] | None
-) -> list[dict[str, Any]]:
-    _check_frame(labels, REPORT_LABEL_COLUMNS, "labels")
-    out = []
-    for i, row in enumerate(_records(labels, REPORT_LABEL_COLUMNS)):
-        run_id = _req_str("labels", i, row, "run_id")
-        if run_id not in runs:
-            raise ReportInputError(f"labels row {i}: run_id {run_id!r} is not in runs")
-        agent = _opt_str("labels", i, row, "agent")
-        if agent is not None and agents is not None and (run_id, agent) not in agents:
-            raise ReportInputError(
-                f"labels row {i} (run_id={run_id!r}): agent {agent!r} is not an agent of that run"
-            )
-        out.append(
-            {
-                "run_id": run_id,
-                "mode": _req_str("labels", i, row, "mode"),
-                "category": _opt_str("labels", i, row, "category"),
-                "agent": agent,
-            }
-        )
-    return out
-
-
-# --------------------------------------------------------------------------------------------
-# columnar parsing / validation
 #
-# The same checks as the row-by-row parsers above, as whole-column operations.  Each check is
-# *sufficient*: when a column passes, every row parser would have accepted it and produced the
-# values taken here.  When any column fails (bad input, or a type the fast path does not know),
-# the row parser runs on that frame instead: it raises the error naming the first bad row and
-# field, or returns its values, which are then put into columns.  So the results and the error
-# messages are those of the row parsers by construction.
+# One parser per input frame, by column.  Each field check gives the field's values and a mask
+# of the rows where it fails; a check that needs other fields (duplicates, a run or principal
+# that must exist) only looks at rows where those passed.  When any mask has a row, the error
+# names the first bad row and, within it, the first failing field in the order the fields are
+# listed below (the order a reader goes through a row), so the message does not depend on how
+# the columns are stored.  Common column types (all strings, float64, plain numbers with
+# None/NaN gaps) are checked as whole arrays; any other type is checked value by value with the
+# same rule.
 
-#: types a missing value can have (what :func:`_missing` accepts, plus non-missing floats,
-#: which :func:`_missing_mask` tells apart)
-_MISSING_TYPES = frozenset({type(None), float, np.float64, np.float32, np.float16, type(pd.NA), type(pd.NaT)})
+#: types whose missing values :func:`pd.isna` finds exactly as :func:`_missing` does
+_NA_EXACT_TYPES = frozenset({type(None), float, np.float64, np.float32, np.float16, type(pd.NA), type(pd.NaT),
+                             bool, np.bool_, int, np.int64, np.int32, np.int16, np.int8, np.uint64, np.uint32,
+                             np.uint16, np.uint8, str})
 _NUMBER_TYPES = frozenset({int, float, np.float64, np.float32, np.float16, np.int64, np.int32, np.int16,
                            np.int8, np.uint64, np.uint32, np.uint16, np.uint8})
 _BOOL_TYPES = frozenset({bool, np.bool_})
-
-
-class _Fallback(Exception):
-    """A column did not pass a columnar check: use the row parser."""
-
 
 #: numeric metrics in long form: (row, name code, names, value)
 _Metrics = tuple[np.ndarray, np.ndarray, list[str], list[float]]
@@ -420,162 +246,240 @@ def _types(values: np.ndarray) -> set[type]:
     return set(map(type, values))
 
 
-def _is_str_type(t: type) -> bool:
-    return t is str or issubclass(t, str)
+def _each(test: Any, values: np.ndarray) -> np.ndarray:
+    return np.fromiter(map(test, values), dtype=bool, count=len(values))
 
 
-def _missing_mask(values: np.ndarray, types: set[type]) -> np.ndarray:
-    """Boolean mask of the values :func:`_missing` calls missing; ``types`` (the value types)
-    must be within :data:`_MISSING_TYPES` plus string and number types."""
+def _missing_of(values: np.ndarray, types: set[type]) -> np.ndarray:
+    """:func:`_missing` of every value."""
     if types <= {str}:
         return np.zeros(len(values), dtype=bool)
-    return pd.isna(values)
+    if types <= _NA_EXACT_TYPES:
+        return np.asarray(pd.isna(values), dtype=bool)
+    return _each(_missing, values)
 
 
-def _col_str(df: pd.DataFrame, field: str, optional: bool) -> np.ndarray:
-    """Values of a required (non-empty) or optional string column, missing -> None."""
-    values = _objects(df, field)
-    types = _types(values)
-    if not optional:
-        if not all(_is_str_type(t) for t in types) or (len(values) and (values == "").any()):
-            raise _Fallback
-        return values
-    other = {t for t in types if not _is_str_type(t)}
-    if not other:
-        return values
-    if not other <= _MISSING_TYPES:
-        raise _Fallback
-    mask = _missing_mask(values, types)
-    if not all(_is_str_type(t) for t in _types(values[~mask])):
-        raise _Fallback
-    out = values.copy()
-    out[mask] = None
+def _is_number_of(values: np.ndarray, types: set[type]) -> np.ndarray:
+    """:func:`_is_number` of every value."""
+    if types <= _NUMBER_TYPES:
+        return np.ones(len(values), dtype=bool)
+    return _each(_is_number, values)
+
+
+def _is_str_of(values: np.ndarray, skip: np.ndarray) -> np.ndarray:
+    """Which values are strings (those at ``skip`` are not looked at and count as strings)."""
+    out = np.ones(len(values), dtype=bool)
+    look = ~skip
+    if look.any():
+        rest = values[look]
+        if not _types(rest) <= {str}:
+            out[look] = _each(lambda v: isinstance(v, str), rest)
     return out
 
 
-def _col_choice(df: pd.DataFrame, field: str, allowed: Sequence[str], optional: bool) -> np.ndarray:
-    values = _objects(df, field)
-    types = _types(values)
-    if not all(_is_str_type(t) for t in types):
-        if not optional:
-            raise _Fallback
-        values = _col_str(df, field, optional=True)
-    check = values[~pd.isna(values)] if optional and len(values) and values.dtype == object and \
-        not all(_is_str_type(t) for t in types) else values
-    if not pd.Series(check, dtype=object).isin(list(allowed)).all():
-        raise _Fallback
-    return values
+def _not_empty_str(value: Any) -> bool:
+    return isinstance(value, str) and bool(value)
 
 
-def _col_number(df: pd.DataFrame, field: str) -> np.ndarray:
-    """A number-or-missing column as float64, NaN for missing (what ``float(value)`` gives)."""
-    col = df[field]
-    if col.dtype.kind in "fiu":
-        return col.to_numpy(dtype=np.float64, na_value=np.nan)
-    values = _objects(df, field)
-    types = _types(values)
-    if not types <= (_NUMBER_TYPES | _MISSING_TYPES):
-        raise _Fallback
-    mask = _missing_mask(values, types)
-    out = np.full(len(values), np.nan)
-    out[~mask] = values[~mask].astype(np.float64)
-    return out
+class _Frame:
+    """One input frame under validation: its field checks and the first failing (row, field)."""
 
+    def __init__(self, df: pd.DataFrame, name: str, columns: Sequence[str]) -> None:
+        _check_frame(df, columns, name)
+        self.df, self.name, self.columns = _bare(df), name, columns
+        self.n = len(self.df)
+        self._checks = 0
+        self._first: tuple[int, int, Any] | None = None
 
-def _col_bool(df: pd.DataFrame, field: str) -> tuple[np.ndarray, np.ndarray]:
-    """A true/false/missing column (0 and 1 count as false and true): ``(known, value)``."""
-    col = df[field]
-    if col.dtype == np.bool_:
-        return np.ones(len(col), dtype=bool), col.to_numpy(dtype=bool)
-    values = _objects(df, field)
-    types = _types(values)
-    if not types <= (_BOOL_TYPES | _NUMBER_TYPES | _MISSING_TYPES):
-        raise _Fallback
-    known = ~_missing_mask(values, types)
-    numbers_ = values[known].astype(np.float64)
-    if not np.isin(numbers_, (0.0, 1.0)).all():
-        raise _Fallback
-    value = np.zeros(len(values), dtype=bool)
-    value[known] = numbers_ == 1.0
-    return known, value
+    def check(self, bad: np.ndarray, message: Any) -> None:
+        """Register a check in field order: ``bad`` rows fail it, ``message(i, row)`` says why."""
+        self._checks += 1
+        if self.n and bad.any():
+            found = (int(np.argmax(bad)), self._checks, message)
+            if self._first is None or found[:2] < self._first[:2]:
+                self._first = found
 
+    def raise_first(self) -> None:
+        """Raise the error of the first failing row and field, if any."""
+        if self._first is not None:
+            i, _, message = self._first
+            row = _records(self.df.iloc[i : i + 1], self.columns)[0]
+            raise ReportInputError(message(i, row))
 
-def _metrics_long(rows: list[int], names: list[str], vals: list[float]) -> _Metrics:
-    codes, uniques = pd.factorize(np.asarray(names, dtype=object)) if names else (np.zeros(0, np.int64), [])
-    return np.asarray(rows, dtype=np.int64), np.asarray(codes, dtype=np.int64), list(uniques), vals
+    def _field(self, field: str, what: str, i: int, row: Mapping[str, Any]) -> str:
+        return f"{_where(self.name, i, row)}: field {field!r} {what}, got {row[field]!r}"
 
+    def req_str(self, field: str) -> tuple[np.ndarray, np.ndarray]:
+        """A non-empty string field: ``(values, ok)``."""
+        values = _objects(self.df, field)
+        if _types(values) <= {str}:
+            bad = np.asarray(values == "", dtype=bool) if self.n else np.zeros(0, dtype=bool)
+        else:
+            bad = ~_each(_not_empty_str, values)
+        self.check(bad, lambda i, row: self._field(field, "must be a non-empty string", i, row))
+        return values, ~bad
 
-def _col_metrics(df: pd.DataFrame) -> _Metrics:
-    """The numeric metrics of every row, long form: ``(row, name code, names, value)`` (the
-    entries :func:`_numeric_metrics` keeps, in its order; a later duplicate name of one row
-    wins; ``names[code]`` is the name)."""
-    rows: list[int] = []
-    codes: list[int] = []
-    code_of: dict[str, int] = {}
-    vals: list[float] = []
-    odd_keys = False
-    isfinite = math.isfinite
-    for i, d in enumerate(_objects(df, "metrics")):
-        if type(d) is dict:
-            for key, v in d.items():
-                t = type(v)
-                if t is float:
-                    if not isfinite(v):
+    def opt_str(self, field: str) -> tuple[np.ndarray, np.ndarray]:
+        """A string-or-missing field, missing -> None: ``(values, bad)``."""
+        values = _objects(self.df, field)
+        types = _types(values)
+        if types <= {str}:
+            return values, np.zeros(self.n, dtype=bool)
+        missing = _missing_of(values, types)
+        bad = ~missing & ~_is_str_of(values, missing)
+        self.check(bad, lambda i, row: self._field(field, "must be a string or missing", i, row))
+        out = values.copy()
+        out[missing | bad] = None
+        return out, bad
+
+    def choice(self, field: str, allowed: Sequence[str], optional: bool) -> tuple[np.ndarray, np.ndarray]:
+        """A field whose value is one of ``allowed`` (or missing, when ``optional``, -> None):
+        ``(values, ok)``."""
+        values = _objects(self.df, field)
+        types = _types(values)
+        missing = _missing_of(values, types) if optional else np.zeros(self.n, dtype=bool)
+        present = ~missing
+        member = np.zeros(self.n, dtype=bool)
+        if present.any():
+            rest = values[present]
+            member[present] = np.asarray(pd.Series(rest, dtype=object).isin(list(allowed)), dtype=bool) \
+                if _types(rest) <= {str} else _each(lambda v: v in allowed, rest)
+        bad = ~missing & ~member
+        extra = " or missing" if optional else ""
+        self.check(bad, lambda i, row: f"{_where(self.name, i, row)}: field {field!r} = {row[field]!r} "
+                                       f"is not one of {', '.join(allowed)}{extra}")
+        if missing.any():
+            values = values.copy()
+            values[missing] = None
+        return values, ~bad
+
+    def number(self, field: str) -> np.ndarray:
+        """A number-or-missing field as float64, NaN for missing (what ``float(value)`` gives)."""
+        col = self.df[field]
+        if col.dtype.kind in "fiu":
+            return col.to_numpy(dtype=np.float64, na_value=np.nan)
+        values = col.to_numpy(dtype=object)
+        types = _types(values)
+        missing = _missing_of(values, types)
+        number = _is_number_of(values, types)
+        bad = ~missing & ~number
+        self.check(bad, lambda i, row: self._field(field, "must be a number or missing", i, row))
+        out = np.full(self.n, np.nan)
+        ok = ~missing & number
+        if ok.any():
+            out[ok] = np.array([float(v) for v in values[ok]], dtype=np.float64) \
+                if not types <= _NUMBER_TYPES | _NA_EXACT_TYPES else values[ok].astype(np.float64)
+        return out
+
+    def flag(self, field: str) -> tuple[np.ndarray, np.ndarray]:
+        """A true/false-or-missing field (numbers 0 and 1 count as false and true):
+        ``(known, value)``."""
+        col = self.df[field]
+        if col.dtype == np.bool_:
+            return np.ones(self.n, dtype=bool), col.to_numpy(dtype=bool)
+        values = col.to_numpy(dtype=object)
+        types = _types(values)
+        known = ~_missing_of(values, types)
+        if not types & _BOOL_TYPES:
+            is_bool = np.zeros(self.n, dtype=bool)
+        elif types <= _BOOL_TYPES | {type(None)}:
+            is_bool = known
+        else:
+            is_bool = _each(lambda v: isinstance(v, (bool, np.bool_)), values)
+        number = known & ~is_bool
+        if number.any():
+            rest = values[number]
+            number[number] = _is_number_of(rest, _types(rest))
+        as_float = np.zeros(self.n)
+        if number.any():
+            as_float[number] = [float(v) for v in values[number]]
+        bad = known & ~is_bool & ~(number & ((as_float == 0.0) | (as_float == 1.0)))
+        self.check(bad, lambda i, row: self._field(field, "must be true, false or missing", i, row))
+        value = np.zeros(self.n, dtype=bool)
+        if is_bool.any():
+            value[is_bool] = values[is_bool].astype(bool)
+        value[number] = as_float[number] == 1.0
+        return known & ~bad, value
+
+    def metrics(self, field: str = "metrics") -> _Metrics:
+        """The numeric metrics of every row, long form ``(row, name code, names, value)``: per
+        row the entries whose value is a finite number (not a bool), keys made strings, a later
+        duplicate name of one row winning; ``names[code]`` is the name.  A value that is neither
+        a mapping nor missing fails the check."""
+        rows: list[int] = []
+        codes: list[int] = []
+        code_of: dict[str, int] = {}
+        vals: list[float] = []
+        odd_keys = False
+        isfinite = math.isfinite
+        bad = np.zeros(self.n, dtype=bool)
+        add_row, add_code, add_val, code_get = rows.append, codes.append, vals.append, code_of.get
+        for i, d in enumerate(_objects(self.df, field)):
+            if type(d) is dict or (not _missing(d) and isinstance(d, Mapping)):
+                for key, v in d.items():
+                    t = type(v)
+                    if t is float:
+                        if v - v != 0.0:  # inf or NaN
+                            continue
+                    elif t is int:
+                        v = float(v)
+                    elif t is str or t is bool or t is list or t is dict or v is None:
                         continue
-                elif t is int:
-                    v = float(v)
-                elif t is str or t is bool or t is list or t is dict or v is None:
-                    continue
-                elif _is_number(v) and isfinite(float(v)):
-                    v = float(v)
-                else:
-                    continue
-                if type(key) is not str:
-                    key, odd_keys = str(key), True
-                code = code_of.get(key)
-                if code is None:
-                    code = code_of[key] = len(code_of)
-                rows.append(i)
-                codes.append(code)
-                vals.append(v)
-        elif not (d is None or (type(d) is float and d != d)):
-            raise _Fallback
-    if odd_keys:  # str(key) may make two keys of one row the same name: the last one counts
-        frame = pd.DataFrame({"row": rows, "code": codes, "value": vals}).drop_duplicates(
-            ["row", "code"], keep="last").sort_index()
-        rows, codes, vals = list(frame["row"]), list(frame["code"]), list(frame["value"])
-    return np.asarray(rows, dtype=np.int64), np.asarray(codes, dtype=np.int64), list(code_of), vals
+                    elif _is_number(v) and isfinite(float(v)):
+                        v = float(v)
+                    else:
+                        continue
+                    if type(key) is not str:
+                        key, odd_keys = str(key), True
+                    code = code_get(key)
+                    if code is None:
+                        code = code_of[key] = len(code_of)
+                    add_row(i)
+                    add_code(code)
+                    add_val(v)
+            elif not _missing(d):
+                bad[i] = True
+        self.check(bad, lambda i, row: f"{_where(self.name, i, row)}: field {field!r} must be a dict or "
+                                       f"missing, got {type(row[field]).__name__}")
+        if odd_keys:  # str(key) may make two keys of one row the same name: the last one counts
+            frame = pd.DataFrame({"row": rows, "code": codes, "value": vals}).drop_duplicates(
+                ["row", "code"], keep="last").sort_index()
+            rows, codes, vals = list(frame["row"]), list(frame["code"]), list(frame["value"])
+        return np.asarray(rows, dtype=np.int64), np.asarray(codes, dtype=np.int64), list(code_of), vals
 
 
 class _Pairs:
     """(run, id) pairs as int64 codes, for uniqueness checks and lookups without tuples:
-    ``run_pos`` are positions in the runs frame, ``ids`` strings."""
+    ``run_pos`` are positions in the runs frame, ``ids`` strings (rows outside ``ok`` get no
+    pair: they never match and are never duplicates)."""
 
-    def __init__(self, run_ids: np.ndarray, run_pos: np.ndarray, ids: np.ndarray) -> None:
+    def __init__(self, run_ids: np.ndarray, run_pos: np.ndarray, ids: np.ndarray, ok: np.ndarray | None = None
+                 ) -> None:
         self.run_ids, self.ids = run_ids, ids
-        id_codes, uniques = pd.factorize(ids) if len(ids) else (np.zeros(0, np.int64), np.zeros(0, dtype=object))
+        ok = np.ones(len(ids), dtype=bool) if ok is None else ok & (run_pos >= 0)
+        if len(ids) and ok.any():
+            id_codes, uniques = pd.factorize(ids[ok])
+        else:
+            id_codes, uniques = np.zeros(0, np.int64), np.zeros(0, dtype=object)
         self.vocab = pd.Index(uniques, dtype=object)
         self.width = len(self.vocab) + 1
-        self.codes = pd.Index(run_pos.astype(np.int64) * self.width + id_codes + 1)
+        codes = -np.arange(1, len(ids) + 1, dtype=np.int64)  # distinct, never found
+        codes[ok] = run_pos[ok].astype(np.int64) * self.width + id_codes + 1
+        self.codes = pd.Index(codes)
+        self.ok = ok
 
-    def _code(self, run_pos: np.ndarray, ids: np.ndarray) -> np.ndarray:
-        if not len(ids):
-            return np.zeros(0, dtype=np.int64)
-        return run_pos.astype(np.int64) * self.width + self.vocab.get_indexer(ids) + 1
-
-    @property
-    def has_duplicates(self) -> bool:
-        return self.codes.has_duplicates
+    def duplicated(self) -> np.ndarray:
+        """Rows whose pair an earlier row already has."""
+        return np.asarray(self.codes.duplicated(keep="first"), dtype=bool) & self.ok
 
     def find(self, run_pos: np.ndarray, ids: np.ndarray) -> np.ndarray:
-        """Positions of the pairs ``(run_pos, ids)`` among these pairs, -1 when absent."""
+        """Positions of the pairs ``(run_pos, ids)`` among these pairs, -1 when absent (the pairs
+        must be unique; ``ids`` strings)."""
         if not len(ids):
             return np.zeros(0, dtype=np.int64)
-        return self.codes.get_indexer(self._code(run_pos, ids))
-
-    def keys(self) -> dict[tuple[str, str], None]:
-        """The pairs as ``{(run_id, id): None}`` (what the row parsers look pairs up in)."""
-        return dict.fromkeys(zip(self.run_ids, self.ids))
+        code = self.vocab.get_indexer(ids)
+        key = np.where((code >= 0) & (run_pos >= 0), run_pos.astype(np.int64) * self.width + code + 1, 0)
+        return np.where(key > 0, self.codes.get_indexer(key), -1)
 
 
 def _bare(df: pd.DataFrame) -> pd.DataFrame:
@@ -592,138 +496,161 @@ def _positions(index: pd.Index, values: np.ndarray) -> np.ndarray:
 
 
 def _runs_columns(runs: pd.DataFrame) -> pd.DataFrame:
-    """The runs frame checked as :func:`_parse_runs` checks it, in row order, missing -> None
-    (``aggregate_score`` NaN)."""
-    _check_frame(runs, RUN_COLUMNS, "runs")
-    runs = _bare(runs)
-    try:
-        run_id = _col_str(runs, "run_id", optional=False)
-        if pd.Index(run_id).has_duplicates:
-            raise _Fallback
-        out = pd.DataFrame({
-            "run_id": run_id,
-            "scenario_id": _col_str(runs, "scenario_id", optional=False),
-            "family": _col_str(runs, "family", optional=False),
-            "alignment": _col_choice(runs, "alignment", ALIGNMENTS, optional=True),
-            "status": _col_choice(runs, "status", STATUSES, optional=False),
-            "aggregate_score": _col_number(runs, "aggregate_score"),
-        }, index=pd.RangeIndex(len(runs)))
-    except _Fallback:
-        parsed = list(_parse_runs(runs).values())
-        out = pd.DataFrame({c: [r[c] for r in parsed] for c in RUN_COLUMNS}, dtype=object)
-        out["aggregate_score"] = np.array([np.nan if r["aggregate_score"] is None else r["aggregate_score"]
-                                           for r in parsed], dtype=np.float64)
+    """The runs frame checked (fields run_id, scenario_id, family, alignment, status,
+    aggregate_score; a run_id at most once), in row order, missing -> None (``aggregate_score``
+    NaN)."""
+    f = _Frame(runs, "runs", RUN_COLUMNS)
+    run_id, ok = f.req_str("run_id")
+    dup = ok & np.asarray(pd.Index(np.where(ok, run_id, None)).duplicated(keep="first"), dtype=bool) \
+        if f.n else np.zeros(0, dtype=bool)
+    f.check(dup, lambda i, row: f"runs row {i}: duplicate run_id {row['run_id']!r}")
+    out = pd.DataFrame({
+        "run_id": run_id,
+        "scenario_id": f.req_str("scenario_id")[0],
+        "family": f.req_str("family")[0],
+        "alignment": f.choice("alignment", ALIGNMENTS, optional=True)[0],
+        "status": f.choice("status", STATUSES, optional=False)[0],
+        "aggregate_score": f.number("aggregate_score"),
+    }, index=pd.RangeIndex(f.n))
+    f.raise_first()
     return out
+
+
+def _in_runs(f: _Frame, run_index: pd.Index) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The run_id field (a non-empty string naming a run of ``run_index``): ``(run_id, position,
+    ok)``."""
+    run_id, ok = f.req_str("run_id")
+    run_pos = np.full(f.n, -1, dtype=np.int64)
+    if ok.any():
+        run_pos[ok] = _positions(run_index, run_id[ok])
+    f.check(ok & (run_pos < 0), lambda i, row: f"{f.name} row {i}: run_id {row['run_id']!r} is not in runs")
+    return run_id, run_pos, ok & (run_pos >= 0)
 
 
 def _principals_columns(principals: pd.DataFrame, run_index: pd.Index
                         ) -> tuple[pd.DataFrame, _Metrics, _Pairs]:
-    """The principals frame checked as :func:`_parse_principals` checks it: columns run_id,
-    principal_id, run (position in ``run_index``), kind, known (the success flag is present),
-    flag, score (NaN when missing); the numeric metrics in long form (see
-    :func:`_col_metrics`); the (run, principal) pairs."""
-    _check_frame(principals, PRINCIPAL_COLUMNS, "principals")
-    principals = _bare(principals)
-    try:
-        run_id = _col_str(principals, "run_id", optional=False)
-        run_pos = _positions(run_index, run_id)
-        if (run_pos < 0).any():
-            raise _Fallback
-        pid = _col_str(principals, "principal_id", optional=False)
-        pairs = _Pairs(run_id, run_pos, pid)
-        if pairs.has_duplicates:
-            raise _Fallback
-        known, flag = _col_bool(principals, "success")
-        out = pd.DataFrame({
-            "run_id": run_id, "principal_id": pid, "run": run_pos,
-            "kind": _col_choice(principals, "kind", PRINCIPAL_KINDS, optional=True),
-            "known": known, "flag": flag, "score": _col_number(principals, "score"),
-        }, index=pd.RangeIndex(len(principals)))
-        metrics = _col_metrics(principals)
-    except _Fallback:
-        parsed = list(_parse_principals(principals, dict.fromkeys(run_index)).values())
-        run_id = np.array([p["run_id"] for p in parsed] + [None], dtype=object)[:-1]
-        pid = np.array([p["principal_id"] for p in parsed] + [None], dtype=object)[:-1]
-        run_pos = _positions(run_index, run_id)
-        pairs = _Pairs(run_id, run_pos, pid)
-        out = pd.DataFrame({
-            "run_id": run_id, "principal_id": pid, "run": run_pos,
-            "kind": pd.Series([p["kind"] for p in parsed], dtype=object),
-            "known": np.array([p["success"] is not None for p in parsed], dtype=bool),
-            "flag": np.array([bool(p["success"]) for p in parsed], dtype=bool),
-            "score": np.array([np.nan if p["score"] is None else p["score"] for p in parsed], dtype=np.float64),
-        })
-        rows, names, vals = [], [], []
-        for i, p in enumerate(parsed):
-            for k, v in p["metrics"].items():
-                rows.append(i)
-                names.append(k)
-                vals.append(v)
-        metrics = _metrics_long(rows, names, vals)
+    """The principals frame checked (run_id naming a run, principal_id once per run, kind,
+    success, score, metrics): columns run_id, principal_id, run (position in ``run_index``),
+    kind, known (the success flag is present), flag, score (NaN when missing); the numeric
+    metrics in long form (see :meth:`_Frame.metrics`); the (run, principal) pairs."""
+    f = _Frame(principals, "principals", PRINCIPAL_COLUMNS)
+    run_id, run_pos, run_ok = _in_runs(f, run_index)
+    pid, pid_ok = f.req_str("principal_id")
+    pairs = _Pairs(run_id, run_pos, pid, run_ok & pid_ok)
+    f.check(pairs.duplicated(), lambda i, row: f"principals row {i}: duplicate principal "
+                                               f"{row['principal_id']!r} in run {row['run_id']!r}")
+    kind = f.choice("kind", PRINCIPAL_KINDS, optional=True)[0]
+    known, flag = f.flag("success")
+    out = pd.DataFrame({
+        "run_id": run_id, "principal_id": pid, "run": run_pos, "kind": kind,
+        "known": known, "flag": flag, "score": f.number("score"),
+    }, index=pd.RangeIndex(f.n))
+    metrics = f.metrics()
+    f.raise_first()
     return out, metrics, pairs
 
 
 def _agents_columns(agents: pd.DataFrame, run_index: pd.Index, principal_pairs: _Pairs
                     ) -> tuple[pd.DataFrame, _Pairs]:
-    """The agents frame checked as :func:`_parse_agents` checks it, plus ``run`` and ``p`` (the
-    positions of the agent's run and principal); and the (run, agent) pairs."""
-    _check_frame(agents, AGENT_COLUMNS, "agents")
-    agents = _bare(agents)
-    try:
-        run_id = _col_str(agents, "run_id", optional=False)
-        run_pos = _positions(run_index, run_id)
-        if (run_pos < 0).any():
-            raise _Fallback
-        aid = _col_str(agents, "agent_id", optional=False)
-        pairs = _Pairs(run_id, run_pos, aid)
-        if pairs.has_duplicates:
-            raise _Fallback
-        pid = _col_str(agents, "principal_id", optional=False)
-        p = principal_pairs.find(run_pos, pid)
-        if (p < 0).any():
-            raise _Fallback
-        out = pd.DataFrame({
-            "run_id": run_id, "agent_id": aid, "principal_id": pid,
-            "role": _col_str(agents, "role", optional=True),
-            "model": _col_str(agents, "model", optional=True),
-            "harness": _col_str(agents, "harness", optional=True),
-            "run": run_pos, "p": p,
-        }, index=pd.RangeIndex(len(agents)))
-    except _Fallback:
-        parsed = list(_parse_agents(agents, dict.fromkeys(run_index), principal_pairs.keys()).values())
-        out = pd.DataFrame({c: pd.Series([a[c] for a in parsed], dtype=object) for c in AGENT_COLUMNS})
-        run_pos = _positions(run_index, out["run_id"].to_numpy(dtype=object))
-        out["run"] = run_pos
-        out["p"] = principal_pairs.find(run_pos, out["principal_id"].to_numpy(dtype=object))
-        pairs = _Pairs(out["run_id"].to_numpy(dtype=object), run_pos, out["agent_id"].to_numpy(dtype=object))
+    """The agents frame checked (run_id naming a run, agent_id once per run, principal_id naming
+    a principal of that run, role, model, harness), plus ``run`` and ``p`` (the positions of the
+    agent's run and principal); and the (run, agent) pairs."""
+    f = _Frame(agents, "agents", AGENT_COLUMNS)
+    run_id, run_pos, run_ok = _in_runs(f, run_index)
+    aid, aid_ok = f.req_str("agent_id")
+    pairs = _Pairs(run_id, run_pos, aid, run_ok & aid_ok)
+    f.check(pairs.duplicated(), lambda i, row: f"agents row {i}: duplicate agent {row['agent_id']!r} "
+                                               f"in run {row['run_id']!r}")
+    pid, pid_ok = f.req_str("principal_id")
+    p = np.full(f.n, -1, dtype=np.int64)
+    both = run_ok & aid_ok & pid_ok
+    if both.any():
+        p[both] = principal_pairs.find(run_pos[both], pid[both])
+    f.check(both & (p < 0), lambda i, row: f"agents row {i} (run_id={row['run_id']!r}, agent_id="
+                                           f"{row['agent_id']!r}): principal_id {row['principal_id']!r} "
+                                           "is not a principal of that run")
+    out = pd.DataFrame({
+        "run_id": run_id, "agent_id": aid, "principal_id": pid,
+        "role": f.opt_str("role")[0], "model": f.opt_str("model")[0], "harness": f.opt_str("harness")[0],
+        "run": run_pos, "p": p,
+    }, index=pd.RangeIndex(f.n))
+    f.raise_first()
     return out, pairs
 
 
 def _report_labels_columns(labels: pd.DataFrame, run_index: pd.Index, agent_pairs: _Pairs | None
                            ) -> pd.DataFrame:
-    """The labels frame checked as :func:`_parse_report_labels` checks it (run_id, mode,
-    category, agent; missing -> None), in row order."""
-    _check_frame(labels, REPORT_LABEL_COLUMNS, "labels")
-    labels = _bare(labels)
-    try:
-        run_id = _col_str(labels, "run_id", optional=False)
-        run_pos = _positions(run_index, run_id)
-        if (run_pos < 0).any():
-            raise _Fallback
-        agent = _col_str(labels, "agent", optional=True)
-        if agent_pairs is not None:
-            named = ~pd.isna(agent)
-            if named.any() and (agent_pairs.find(run_pos[named], agent[named]) < 0).any():
-                raise _Fallback
-        out = pd.DataFrame({
-            "run_id": run_id, "mode": _col_str(labels, "mode", optional=False),
-            "category": _col_str(labels, "category", optional=True), "agent": agent,
-        }, index=pd.RangeIndex(len(labels)))
-    except _Fallback:
-        keys = agent_pairs.keys() if agent_pairs is not None else None
-        parsed = _parse_report_labels(labels, dict.fromkeys(run_index), keys)
-        out = pd.DataFrame({c: pd.Series([r[c] for r in parsed], dtype=object) for c in REPORT_LABEL_COLUMNS})
+    """The labels frame checked (run_id naming a run; agent missing or, when ``agent_pairs`` is
+    given, naming an agent of that run; mode; category), in row order, missing -> None."""
+    f = _Frame(labels, "labels", REPORT_LABEL_COLUMNS)
+    run_id, run_pos, run_ok = _in_runs(f, run_index)
+    agent, agent_bad = f.opt_str("agent")
+    if agent_pairs is not None:
+        named = run_ok & ~agent_bad & ~pd.isna(agent)
+        unknown = np.zeros(f.n, dtype=bool)
+        if named.any():
+            unknown[named] = agent_pairs.find(run_pos[named], agent[named]) < 0
+        f.check(unknown, lambda i, row: f"labels row {i} (run_id={row['run_id']!r}): agent {row['agent']!r} "
+                                        "is not an agent of that run")
+    out = pd.DataFrame({
+        "run_id": run_id, "mode": f.req_str("mode")[0], "category": f.opt_str("category")[0], "agent": agent,
+    }, index=pd.RangeIndex(f.n))
+    f.raise_first()
     return out
+
+
+def _none(values: np.ndarray) -> list[Any]:
+    """The values of a float column, NaN -> None."""
+    return [None if v != v else v for v in values.tolist()]
+
+
+def _parse_runs(runs: pd.DataFrame) -> dict[str, dict[str, Any]]:
+    """The checked runs (see :func:`_runs_columns`) as ``run_id -> dict``."""
+    R = _runs_columns(runs)
+    cols = [R[c].tolist() for c in RUN_COLUMNS[:-1]] + [_none(R["aggregate_score"].to_numpy())]
+    return {row[0]: dict(zip(RUN_COLUMNS, row)) for row in zip(*cols)}
+
+
+def _parse_principals(principals: pd.DataFrame, runs: Mapping[str, Any]
+                      ) -> dict[tuple[str, str], dict[str, Any]]:
+    """The checked principals (see :func:`_principals_columns`) as ``(run_id, principal_id) ->
+    dict`` with success (None when missing), score (None when missing) and metrics (a dict)."""
+    P, (m_row, m_code, m_names, m_vals), _ = _principals_columns(principals, pd.Index(list(runs), dtype=object))
+    metrics: list[dict[str, float]] = [{} for _ in range(len(P))]
+    for r, c, v in zip(m_row.tolist(), m_code.tolist(), m_vals):
+        metrics[r][m_names[c]] = v
+    out = {}
+    for rid, pid, kind, known, flag, score, m in zip(P["run_id"], P["principal_id"], P["kind"], P["known"],
+                                                      P["flag"], _none(P["score"].to_numpy()), metrics):
+        out[(rid, pid)] = {"run_id": rid, "principal_id": pid, "kind": kind,
+                           "success": bool(flag) if known else None, "score": score, "metrics": m}
+    return out
+
+
+def _principal_pairs(p_map: Mapping[tuple[str, str], Any], run_index: pd.Index) -> _Pairs:
+    run_ids = np.array([k[0] for k in p_map] + [None], dtype=object)[:-1]
+    pids = np.array([k[1] for k in p_map] + [None], dtype=object)[:-1]
+    return _Pairs(run_ids, _positions(run_index, run_ids), pids)
+
+
+def _parse_agents(agents: pd.DataFrame, runs: Mapping[str, Any], principals: Mapping[tuple[str, str], Any]
+                  ) -> dict[tuple[str, str], dict[str, Any]]:
+    """The checked agents (see :func:`_agents_columns`) as ``(run_id, agent_id) -> dict``."""
+    run_index = pd.Index(list(runs), dtype=object)
+    A, _ = _agents_columns(agents, run_index, _principal_pairs(principals, run_index))
+    return {(row[0], row[1]): dict(zip(AGENT_COLUMNS, row))
+            for row in zip(*(A[c].tolist() for c in AGENT_COLUMNS))}
+
+
+def _parse_report_labels(labels: pd.DataFrame, runs: Mapping[str, Any],
+                         agents: Mapping[tuple[str, str], Any] | None) -> list[dict[str, Any]]:
+    """The checked labels (see :func:`_report_labels_columns`) as dicts, in row order."""
+    run_index = pd.Index(list(runs), dtype=object)
+    pairs = None
+    if agents is not None:
+        pairs = _principal_pairs(agents, run_index)  # (run, agent) pairs, built the same way
+    L = _report_labels_columns(labels, run_index, pairs)
+    return [dict(zip(REPORT_LABEL_COLUMNS, row)) for row in zip(*(L[c].tolist() for c in REPORT_LABEL_COLUMNS))]
 
 
 def _codes(*columns: np.ndarray) -> tuple[np.ndarray, int]:
@@ -800,36 +727,30 @@ def _pick_category(categories: Iterable[str | None], run_id: str, mode: str) -> 
 
 
 def _resolve_label_rows(labels: pd.DataFrame) -> list[dict[str, Any]]:
-    """The rows of a :data:`LABEL_COLUMNS` frame as dicts, checked (by column, or row by row
-    when a column does not pass, so that the error names the first bad row and field)."""
+    """The rows of a :data:`LABEL_COLUMNS` frame as dicts, checked (source; annotator, which a
+    human label needs and gold and judge labels may lack; run_id; mode; category; agent), missing
+    -> None; the error names the first bad row and field."""
+    f = _Frame(labels, "labels", LABEL_COLUMNS)
+    source, source_ok = f.choice("source", LABEL_SOURCES, optional=False)
+    human = source_ok & (source == "human") if f.n else np.zeros(0, dtype=bool)
+    annotator = _objects(f.df, "annotator")
+    types = _types(annotator)
+    missing = _missing_of(annotator, types)
+    is_str = _is_str_of(annotator, np.zeros(f.n, dtype=bool)) & ~missing
+    empty = np.zeros(f.n, dtype=bool)
+    if is_str.any():
+        empty[is_str] = annotator[is_str] == ""
+    bad = np.where(human, ~is_str | empty, source_ok & ~missing & ~is_str)
+    f.check(bad, lambda i, row: f._field("annotator", "must be a non-empty string" if row["source"] == "human"
+                                         else "must be a string or missing", i, row))
+    if missing.any():
+        annotator = annotator.copy()
+        annotator[missing] = None
+    columns = (f.req_str("run_id")[0], annotator, f.req_str("mode")[0], f.opt_str("category")[0],
+               f.opt_str("agent")[0], source)
+    f.raise_first()
     keys = ("run_id", "annotator", "mode", "category", "agent", "source")
-    try:
-        source = _col_choice(labels, "source", LABEL_SOURCES, optional=False)
-        annotator = _col_str(labels, "annotator", optional=True)
-        human = source == "human"
-        # gold and judge labels may come without an annotator name; a human vote needs one
-        if human.any() and (pd.isna(annotator[human]).any() or (annotator[human] == "").any()):
-            raise _Fallback
-        columns = (_col_str(labels, "run_id", optional=False), annotator, _col_str(labels, "mode", optional=False),
-                   _col_str(labels, "category", optional=True), _col_str(labels, "agent", optional=True), source)
-        return [dict(zip(keys, values)) for values in zip(*columns)]
-    except _Fallback:
-        pass
-    rows = []
-    for i, row in enumerate(_records(labels, LABEL_COLUMNS)):
-        label_source = _choice("labels", i, row, "source", LABEL_SOURCES, optional=False)
-        annotator = (_req_str if label_source == "human" else _opt_str)("labels", i, row, "annotator")
-        rows.append(
-            {
-                "run_id": _req_str("labels", i, row, "run_id"),
-                "annotator": annotator,
-                "mode": _req_str("labels", i, row, "mode"),
-                "category": _opt_str("labels", i, row, "category"),
-                "agent": _opt_str("labels", i, row, "agent"),
-                "source": label_source,
-            }
-        )
-    return rows
+    return [dict(zip(keys, values)) for values in zip(*columns)]
 
 
 def resolve_labels(
@@ -892,12 +813,9 @@ def resolve_labels(
 
     rows = _resolve_label_rows(_bare(labels))
     submitted: dict[str, set[str]] = defaultdict(set)
-    subs = _bare(submissions)
-    try:  # the checks of the row loop below, by column
-        pairs = zip(_col_str(subs, "run_id", optional=False), _col_str(subs, "annotator", optional=False))
-    except _Fallback:
-        pairs = ((_req_str("submissions", i, row, "run_id"), _req_str("submissions", i, row, "annotator"))
-                 for i, row in enumerate(_records(subs, SUBMISSION_COLUMNS)))
+    subs = _Frame(submissions, "submissions", SUBMISSION_COLUMNS)
+    pairs = list(zip(subs.req_str("run_id")[0], subs.req_str("annotator")[0]))
+    subs.raise_first()
     for run_id, annotator in pairs:
         submitted[run_id].add(annotator)
     gold = _id_set(gold_runs, "gold_runs") | {r["run_id"] for r in rows if r["source"] == "gold"}

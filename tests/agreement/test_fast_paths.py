@@ -1,4 +1,6 @@
-"""The vectorised paths give exactly what the per-cell / generic paths give (issue 14)."""
+"""The vectorised pieces against their definitions: packed unique rows and mode-set bitmasks
+against ``np.unique``, alpha against the krippendorff package, the set-distance matrix against
+the pairwise distance functions."""
 
 from __future__ import annotations
 
@@ -7,44 +9,13 @@ import numpy as np
 import pytest
 
 from app.agreement import compute
-from app.agreement.coefficients import _encode_cells, _encode_scalar_fast, _unique_rows, encode_ratings
+from app.agreement.coefficients import _unique_rows, encode_ratings
 from app.agreement.units import mode_sets
 
 from ._data import random_ratings, to_float_matrix
 
 
-def _same(a, b):
-    assert a.domain == b.domain and a.is_set == b.is_set
-    assert [type(v) for v in a.domain] == [type(v) for v in b.domain]
-    np.testing.assert_array_equal(a.codes, b.codes)
-
-
-@pytest.mark.parametrize("seed", range(8))
-def test_fast_encoding_equals_per_cell(seed):
-    rng = np.random.default_rng(seed)
-    values = [[0, 1], ["a", "b", "c"], [1.5, 2.0, -3.25], [True, False], [np.int64(3), 4, 7]][seed % 5]
-    n, r = int(rng.integers(1, 60)), int(rng.integers(1, 6))
-    rows = [[None if rng.random() < 0.2 else (float("nan") if rng.random() < 0.05 else
-             values[int(rng.integers(len(values)))]) for _ in range(r)] for _ in range(n)]
-    fast = _encode_scalar_fast(rows, None)
-    assert fast is not None
-    _same(fast, _encode_cells(rows, None, False))
-    _same(encode_ratings(rows), _encode_cells(rows, None, False))
-    cats = sorted({v.item() if isinstance(v, np.generic) else v for v in values}, key=repr)
-    _same(_encode_scalar_fast(rows, cats), _encode_cells(rows, cats, False))
-
-
-@pytest.mark.parametrize("rows", [
-    [[1, 2], [3]],  # ragged
-    [[1, [2, 3]], [1, 2]],  # a set cell
-    [[{"a": 1}, 2], [1, 2]],  # a mapping
-    [[(1, 2), (3, 4)], [(1, 2), (3, 4)]],  # collections of equal length (3-D)
-])
-def test_fast_encoding_declines_what_it_cannot_do(rows):
-    assert _encode_scalar_fast(rows, None) is None
-
-
-def test_fast_encoding_names_the_cell_outside_categories():
+def test_encoding_names_the_cell_outside_categories():
     with pytest.raises(ValueError, match=r"ratings\[1\]\[0\]: value 5 is not in categories"):
         encode_ratings([[1, 2], [5, 1], [7, 7]], categories=[1, 2])
 

@@ -111,3 +111,51 @@ def test_to_records_is_json_safe():
     ]
     assert type(recs[0]["a"]) is int and type(recs[0]["e"]) is bool
     json.dumps(recs, allow_nan=False)
+
+
+def test_the_first_bad_row_wins_then_the_first_field_in_row_order(runs, principals, agents, resolved):
+    bad = runs.astype(object)
+    bad.loc[1, "aggregate_score"] = "high"  # row 1, last field
+    bad.loc[3, "run_id"] = ""  # row 3, first field
+    with pytest.raises(ReportInputError, match=r"^runs row 1 \(run_id='r2'\): field 'aggregate_score'"):
+        outcome_report(bad, principals, agents, resolved)
+    bad.loc[1, "status"] = "done"  # an earlier field of the same row
+    with pytest.raises(ReportInputError, match=r"^runs row 1 \(run_id='r2'\): field 'status' = 'done'"):
+        outcome_report(bad, principals, agents, resolved)
+    bad = principals.astype(object)
+    bad.loc[3, "kind"] = "robot"
+    bad.loc[3, "principal_id"] = bad.loc[2, "principal_id"]  # duplicate, checked before kind
+    with pytest.raises(ReportInputError, match=r"^principals row 3: duplicate principal 'buyer' in run 'r2'"):
+        outcome_report(runs, bad, agents, resolved)
+    bad = agents.copy()
+    bad.loc[5, "model"] = 7
+    bad.loc[5, "principal_id"] = "landlord"  # checked before model
+    with pytest.raises(ReportInputError, match=r"^agents row 5 .*principal_id 'landlord' is not a principal"):
+        outcome_report(runs, principals, bad, resolved)
+
+
+def test_every_missing_marker_and_number_type_is_read_alike(runs, principals, agents, resolved):
+    """None, NaN, pd.NA and NaT are missing; numpy and Python numbers are numbers; 0 and 1 are flags."""
+    want = outcome_report(runs, principals, agents, resolved, by="family")
+    other = principals.astype(object)
+    other["score"] = [pd.NA if v != v else np.float32(v) if i % 2 else v for i, v in enumerate(principals["score"])]
+    other["success"] = [pd.NaT if v is None else int(v) if i % 3 == 0 else np.bool_(v)
+                        for i, v in enumerate(principals["success"])]
+    got = outcome_report(runs, other, agents, resolved, by="family")
+    pd.testing.assert_frame_equal(got.drop(columns=["mean_principal_score"]),
+                                  want.drop(columns=["mean_principal_score"]), check_exact=True)
+    assert np.allclose(got["mean_principal_score"], want["mean_principal_score"], equal_nan=True)
+
+
+def test_means_are_correctly_rounded():
+    runs = pd.DataFrame([("r1", "s", "f", None, "completed", 1.0)], columns=list(RUN_COLUMNS))
+    principals = pd.DataFrame([("r1", f"p{i}", None, None, s, {"m": s}) for i, s in enumerate([0.1, 0.2, 0.3])],
+                              columns=list(PRINCIPAL_COLUMNS))
+    agents = pd.DataFrame(columns=list(AGENT_COLUMNS))
+    labels = pd.DataFrame(columns=list(LABEL_COLUMNS))
+    rep = outcome_report(runs, principals, agents, labels, by="family")
+    # the sum is correctly rounded (0.6, where adding in order gives 0.6000000000000001), then
+    # divided: 0.6 / 3 = 0.19999999999999998, not (0.1 + 0.2 + 0.3) / 3 = 0.20000000000000004
+    assert rep["mean_principal_score"].tolist() == [0.6 / 3] == [0.19999999999999998]
+    assert rep["metric:m"].tolist() == [0.6 / 3]
+    assert rep["principal_unknown"].tolist() == [0] and rep["principal_success_rate"].tolist() == [0.0]
