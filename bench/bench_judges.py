@@ -170,9 +170,9 @@ def main(quick: bool = False, n_runs: int | None = None) -> list[str]:
             f"| ideal {n} x 50 ms / {CONCURRENCY} = {ideal:.2f} s ({attempts} attempts x 50 ms / {CONCURRENCY} = "
             f"{ideal_attempts:.2f} s); bare `openai` client, {n} requests of the same size, no database, rendering "
             f"or parsing: typed `chat.completions.create` {bare:.2f} s (CPU {bare_cpu:.2f} s), the runner's path "
-            f"(orjson body, `client.post`, aiohttp) {lean:.2f} s (CPU {lean_cpu:.2f} s) "
-            f"| {ratio:.2f} ({elapsed / ideal_attempts:.2f} of the attempts' ideal; {elapsed / lean:.2f} of the "
-            f"runner's path bare) | within 1.3x | {'yes' if ratio <= 1.3 else '**no**'} |"]
+            f"(orjson body, `client.post`, aiohttp) {lean:.2f} s (CPU {lean_cpu:.2f} s); the runner is "
+            f"{elapsed / ideal_attempts:.2f}x the attempts' ideal and {elapsed / lean:.2f}x the runner's path bare "
+            f"| {ratio:.2f} | within 1.3x | {'yes' if ratio <= 1.3 else '**no**'} |"]
 
 
 if __name__ == "__main__":
