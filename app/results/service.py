@@ -136,6 +136,18 @@ def _store(engine: Engine, kind: str, key: str, params: dict[str, Any], **values
             continue
 
 
+def _insert_missing(engine: Engine, kind: str, key: str, params: dict[str, Any]) -> None:
+    """The (empty) row of (kind, key) unless one exists: never overwrites a job claimed meanwhile."""
+    from app.core.db import session_scope
+
+    try:
+        with session_scope(engine, write=True) as s:
+            if _row(s, kind, key) is None:
+                s.add(StoredResult(kind=kind, key=key, params=params, job_id=None))
+    except IntegrityError:  # another process inserted it meanwhile
+        pass
+
+
 def compute_and_store(engine: Engine, kind: str, params: dict[str, Any]) -> dict[str, Any]:
     """Compute the payload of (kind, params) on the data as they are now and store it with the
     data version read *before* computing (a write during the computation leaves it stale)."""
@@ -196,15 +208,21 @@ def _ensure_job(session: Session, kind: str, key: str, params: dict[str, Any], r
     from app.jobs.models import Job
     from app.jobs.queue import send
 
+    from app.core.db import begin_write
+
     engine = session.get_bind()
+    # SQLite: end the read transaction begun by the fingerprint and wait for the write lock, so two
+    # requests that enqueue at once take turns instead of one failing with "database is locked"
+    begin_write(session)
     old = row.job_id if row is not None else None
     if old is not None:
         state = session.execute(select(Job.state).where(Job.id == old)).scalar()
         if state in ("queued", "running"):
+            session.commit()  # give the write lock back
             return old
     job = jobs.create_job(session, "result", {"kind": kind, "params": params}, user_id)
     if row is None:
-        _store(engine, kind, key, params, job_id=None)
+        _insert_missing(engine, kind, key, params)
     from app.core.db import session_scope
 
     with session_scope(engine, write=True) as s:  # claim: one recompute per (kind, key) at a time

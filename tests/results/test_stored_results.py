@@ -190,3 +190,41 @@ def test_data_version_is_the_same_in_every_process_and_sees_edits_in_place(engin
             assert StoredResult.__tablename__ == "stored_result"
     finally:
         other.dispose()
+
+
+def test_two_requests_enqueuing_at_once_take_turns(two_apps, engine, queue_without_worker, monkeypatch):
+    """Two processes asking for the same missing result at the same moment (both read the data
+    version, then both enqueue): neither fails with "database is locked" on SQLite, and they end up
+    with one live recompute job between them."""
+    import threading
+
+    from app.results import service as results
+
+    one, two, rev = two_apps
+    monkeypatch.setenv("RESULTS_INLINE_ROWS", "0")
+    monkeypatch.setenv("RESULTS_WAIT_SECONDS", "0")
+    get_settings.cache_clear()
+    both_read = threading.Barrier(2, timeout=20)
+    fingerprint = results._fingerprint
+
+    def read_then_wait(session):
+        got = fingerprint(session)
+        both_read.wait()  # each request holds its read of the data version when the other writes
+        return got
+
+    monkeypatch.setattr(results, "_fingerprint", read_then_wait)
+    answers: dict[str, object] = {}
+
+    def ask(name, client):
+        answers[name] = client.get("/api/v1/reports/outcomes", headers=rev)
+
+    threads = [threading.Thread(target=ask, args=(n, c)) for n, c in (("one", one), ("two", two))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert [answers[n].status_code for n in ("one", "two")] == [202, 202], [answers[n].text for n in answers]
+    ids = {answers[n].json()["job"]["id"] for n in ("one", "two")}
+    with Session(engine) as s:
+        live = s.exec(text("SELECT id FROM job WHERE kind = 'result' AND cancel_requested IS NOT TRUE")).all()
+    assert len(live) == 1 and live[0][0] in ids
