@@ -204,11 +204,10 @@ def _row(session: Session, kind: str, key: str) -> StoredResult | None:
 def _ensure_job(session: Session, kind: str, key: str, params: dict[str, Any], row: StoredResult | None,
                 user_id: int | None) -> str:
     """The id of a queued or running recompute job of (kind, key), enqueued now unless there is one."""
+    from app.core.db import begin_write
     from app.jobs import service as jobs
     from app.jobs.models import Job
     from app.jobs.queue import send
-
-    from app.core.db import begin_write
 
     engine = session.get_bind()
     # SQLite: end the read transaction begun by the fingerprint and wait for the write lock, so two
