@@ -48,11 +48,11 @@ import sys
 import tempfile
 import threading
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import httpx
 
+from bench.bench_server import Phase, clients, save_labels
 from bench.common import PgDatabase, median_time, prepare, row, sqlite_url
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -336,42 +336,6 @@ def add_labels(url: str):
 
 # --------------------------------------------------------------------------- load
 
-@dataclass
-class Phase:
-    ok: int = 0
-    errors: int = 0
-    latencies: list[float] = field(default_factory=list)
-    seconds: float = 0.0
-    acked: dict = field(default_factory=dict)
-    status: dict = field(default_factory=dict)
-
-    @property
-    def rate(self) -> float:
-        return self.ok / self.seconds if self.seconds else 0.0
-
-    def pct(self, q: float) -> float:
-        xs = sorted(self.latencies)
-        return xs[min(len(xs) - 1, int(q * len(xs)))] if xs else float("nan")
-
-
-def _clients(n: int, seconds: float, work) -> float:
-    start = threading.Barrier(n + 1)
-
-    def body(i):
-        with httpx.Client(timeout=120) as c:
-            start.wait()
-            work(i, c, time.perf_counter() + seconds)
-
-    threads = [threading.Thread(target=body, args=(i,)) for i in range(n)]
-    for t in threads:
-        t.start()
-    start.wait()
-    t0 = time.perf_counter()
-    for t in threads:
-        t.join()
-    return time.perf_counter() - t0
-
-
 def healthz_phase(bases: list[str], n: int, seconds: float) -> Phase:
     ph, lock = Phase(), threading.Lock()
 
@@ -390,7 +354,7 @@ def healthz_phase(bases: list[str], n: int, seconds: float) -> Phase:
             ph.ok, ph.errors = ph.ok + ok, ph.errors + err
             ph.latencies += lat
 
-    ph.seconds = _clients(n, seconds, work)
+    ph.seconds = clients(n, seconds, work, timeout=120)
     return ph
 
 
@@ -400,38 +364,10 @@ def saves_phase(bases: list[str], setup, seconds: float, versions: dict, tag: st
 
     def work(i, c, stop_at):
         name, token = setup.annotators[i]
-        url = bases[i % len(bases)] + "/api/v1/annotations"
-        headers = {"Authorization": f"Bearer {token}"}
-        runs = setup.work[name]
-        k = ok = err = 0
-        lat, acked, status = [], {}, {}
-        while (t := time.perf_counter()) < stop_at:
-            run_id, agent, seq = runs[k % len(runs)]
-            note = f"{tag}-{name}-{k}"
-            k += 1
-            body = {"run_id": run_id, "status": "submitted" if k % 2 else "draft", "note": note, "version": versions.get((name, run_id), 0),
-                    "time_ms": 1000, "labels": [{"mode": "CF1", "agent": agent, "evidence": [seq], "confidence": 0.8}]}
-            try:
-                r = c.post(url, json=body, headers=headers)
-                code = r.status_code
-            except httpx.HTTPError:
-                code = -1
-            lat.append(time.perf_counter() - t)
-            status[code] = status.get(code, 0) + 1
-            if code == 200:
-                ok += 1
-                versions[(name, run_id)] = r.json()["version"]
-                acked[(name, run_id)] = (versions[(name, run_id)], note)
-            else:
-                err += 1
-        with lock:
-            ph.ok, ph.errors = ph.ok + ok, ph.errors + err
-            ph.latencies += lat
-            ph.acked.update(acked)
-            for key, v in status.items():
-                ph.status[key] = ph.status.get(key, 0) + v
+        save_labels(c, bases[i % len(bases)] + "/api/v1/annotations", name, token, setup.work[name], versions,
+                    tag, stop_at, ph, lock)
 
-    ph.seconds = _clients(len(setup.annotators), seconds, work)
+    ph.seconds = clients(len(setup.annotators), seconds, work, timeout=120)
     return ph
 
 

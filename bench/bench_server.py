@@ -211,27 +211,60 @@ class Server:
 
 # --------------------------------------------------------------------------- load
 
-def _clients(n: int, seconds: float, work) -> float:
+def clients(n: int, seconds: float, work, timeout: float = 60) -> float:
     """Run `work(i, client, stop_at)` in n threads at once; returns the wall time."""
     start = threading.Barrier(n + 1)
-    threads = []
-    ends = [0.0]
 
     def body(i):
-        with httpx.Client(timeout=60) as c:
+        with httpx.Client(timeout=timeout) as c:
             start.wait()
             work(i, c, time.perf_counter() + seconds)
 
-    for i in range(n):
-        t = threading.Thread(target=body, args=(i,))
+    threads = [threading.Thread(target=body, args=(i,)) for i in range(n)]
+    for t in threads:
         t.start()
-        threads.append(t)
     start.wait()
     t0 = time.perf_counter()
     for t in threads:
         t.join()
-    ends[0] = time.perf_counter() - t0
-    return ends[0]
+    return time.perf_counter() - t0
+
+
+def save_labels(c: httpx.Client, url: str, name: str, token: str, runs: list, versions: dict, tag: str,
+                stop_at: float, ph: Phase, lock: threading.Lock) -> None:
+    """One annotator saves a CF1 label on its runs in turn until `stop_at` (draft and submitted by
+    turns, each save at the version last acked); the counts, latencies, acked versions and status
+    codes are added to `ph` under `lock`."""
+    headers = {"Authorization": f"Bearer {token}"}
+    k = ok = err = 0
+    lat, acked, status = [], {}, {}
+    while (t := time.perf_counter()) < stop_at:
+        run_id, agent, seq = runs[k % len(runs)]
+        note = f"{tag}-{name}-{k}"
+        k += 1
+        body = {"run_id": run_id, "status": "submitted" if k % 2 else "draft", "note": note,
+                "version": versions.get((name, run_id), 0), "time_ms": 1000,
+                "labels": [{"mode": "CF1", "agent": agent, "evidence": [seq], "confidence": 0.8}]}
+        try:
+            r = c.post(url, json=body, headers=headers)
+            code = r.status_code
+        except httpx.HTTPError:
+            code = -1
+        lat.append(time.perf_counter() - t)
+        status[code] = status.get(code, 0) + 1
+        if code == 200:
+            ok += 1
+            versions[(name, run_id)] = r.json()["version"]
+            acked[(name, run_id)] = (versions[(name, run_id)], note)
+        else:
+            err += 1
+    with lock:
+        ph.ok += ok
+        ph.errors += err
+        ph.latencies += lat
+        ph.acked.update(acked)
+        for key, v in status.items():
+            ph.status[key] = ph.status.get(key, 0) + v
 
 
 def healthz_phase(base: str, n: int, seconds: float) -> Phase:
@@ -254,7 +287,7 @@ def healthz_phase(base: str, n: int, seconds: float) -> Phase:
             ph.errors += err
             ph.latencies += lat
 
-    ph.seconds = _clients(n, seconds, work)
+    ph.seconds = clients(n, seconds, work)
     return ph
 
 
@@ -269,41 +302,11 @@ def labels_phase(base: str, setup: Setup, seconds: float, versions: dict, tag: s
 
     def annotate(i, c, stop_at):
         name, token = setup.annotators[i]
-        headers = {"Authorization": f"Bearer {token}"}
-        runs = setup.work[name]
-        k = 0
-        ok = err = 0
-        lat, acked, status = [], {}, {}
-        while (t := time.perf_counter()) < stop_at:
-            run_id, agent, seq = runs[k % len(runs)]
-            note = f"{tag}-{name}-{k}"
-            k += 1
-            body = {"run_id": run_id, "status": "submitted" if k % 2 else "draft", "note": note,
-                    "version": versions.get((name, run_id), 0), "time_ms": 1000,
-                    "labels": [{"mode": "CF1", "agent": agent, "evidence": [seq], "confidence": 0.8}]}
-            try:
-                r = c.post(base + "/api/v1/annotations", json=body, headers=headers)
-                code = r.status_code
-            except httpx.HTTPError:
-                code = -1
-            lat.append(time.perf_counter() - t)
-            status[code] = status.get(code, 0) + 1
-            if code == 200:
-                ok += 1
-                versions[(name, run_id)] = r.json()["version"]
-                acked[(name, run_id)] = (versions[(name, run_id)], note)
-            else:
-                err += 1
-        with lock:
-            ph.ok += ok
-            ph.errors += err
-            ph.latencies += lat
-            ph.acked.update(acked)
-            for key, v in status.items():
-                ph.status[key] = ph.status.get(key, 0) + v
+        save_labels(c, base + "/api/v1/annotations", name, token, setup.work[name], versions, tag, stop_at,
+                    ph, lock)
 
     if reviewer is None:
-        ph.seconds = _clients(n, seconds, annotate)
+        ph.seconds = clients(n, seconds, annotate)
         return ph
 
     def work(i, c, stop_at):
@@ -318,7 +321,7 @@ def labels_phase(base: str, setup: Setup, seconds: float, versions: dict, tag: s
             if r.status_code != 200:
                 reviewer["errors"] = reviewer.get("errors", 0) + 1
 
-    ph.seconds = _clients(n + 1, seconds, work)
+    ph.seconds = clients(n + 1, seconds, work)
     return ph
 
 
