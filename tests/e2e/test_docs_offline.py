@@ -38,7 +38,8 @@ def test_docs_and_redoc_render_offline(tmp_path):
             expect(page.locator(".swagger-ui .opblock-summary-path").first).to_be_visible()
             assert page.locator(".swagger-ui .opblock").count() > 20
             page.goto(f"{url}/redoc")
-            expect(page.locator("h1").first).to_contain_text("a2annotate")
+            # Redoc renders the whole OpenAPI document before its first heading: allow a busy machine time
+            expect(page.locator("h1").first).to_contain_text("a2annotate", timeout=60_000)
             expect(page.get_by_text("List runs with filters and pagination").first).to_be_attached()
             assert elsewhere == [], f"requests to other hosts: {elsewhere}"
             assert errors == []

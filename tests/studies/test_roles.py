@@ -9,6 +9,7 @@ from sqlmodel import Session, select
 from app.annotations.models import Annotation, Assignment
 from app.auth.models import User
 from app.auth.service import create_token
+from app.jobs.models import Job
 from app.runs.models import Run
 from app.studies.access import allowed
 from app.studies.service import create_study, get_study
@@ -96,7 +97,13 @@ def test_lead_pages(engine):
     assert c.get("/admin/detectors?study=alpha").status_code == 200
     assert c.get("/admin/detectors?study=beta").status_code == 403
     res = c.post("/admin/detectors/run", data={"csrf_token": csrf, "study": "alpha"}, follow_redirects=False)
-    assert res.status_code == 303 and "study=alpha" in res.headers["location"]
+    # the run is a detect job in the study; the lead who started it is sent to its page and may see it
+    assert res.status_code == 303 and res.headers["location"].startswith("/jobs/")
+    job_id = res.headers["location"].rsplit("/", 1)[-1]
+    with Session(engine) as s:
+        job = s.get(Job, job_id)
+        assert job.kind == "detect" and job.params.get("study") == get_study(s, "alpha").id and job.state == "done"
+    assert c.get(res.headers["location"]).status_code == 200
     with Session(engine) as s:
         detected = set(s.exec(select(Run.run_id).join(Annotation, Annotation.run_pk == Run.id).join(
             User, User.id == Annotation.user_id).where(User.username.like("detector:%"))).all())
