@@ -44,7 +44,8 @@ def _expected(run):
     return sorted((x["mode"], x["agent"], tuple(sorted(set(x["evidence"])))) for x in truth_answer(run)["labels"])
 
 
-def test_scale_with_429s_and_failures(engine, monkeypatch):
+@pytest.mark.parametrize("processes", [1, 2])
+def test_scale_with_429s_and_failures(engine, monkeypatch, processes):
     monkeypatch.setenv("A2A_TEST_JUDGE_KEY", "sk-test")
     runs = load_demo(engine, 500)
     failed_once: set[str] = set()
@@ -65,8 +66,17 @@ def test_scale_with_429s_and_failures(engine, monkeypatch):
     with StandIn(script) as srv:
         text = judge_file(srv.base_url, extra="limits: {concurrency: 16, retries: 4, backoff_initial_seconds: 0.01}\n")
         jv_id, jr_id = _register_plan(engine, text)
-        prog = service.execute(engine, jr_id)
-    assert prog.state == "done" and prog.done == 500 and prog.error == 0
+        seen: list[tuple[int, int]] = []
+        prog = service.execute(engine, jr_id, processes=processes,
+                               progress=lambda p: seen.append((p.done + p.error, p.total)))
+    assert prog.state == "done" and prog.done == 500 and prog.error == 0 and prog.total == 500
+    # the progress shown grows to the whole selection (with 2 processes: from the judge run's row)
+    assert seen[-1] == (500, 500) and all(a[0] <= b[0] for a, b in zip(seen, seen[1:]))
+    assert len({d for d, _ in seen}) > 5
+    if processes == 2:  # both processes judged a part (the lead first)
+        assert len(prog.processes) == 2 and sum(prog.processes) == 500 and min(prog.processes) > 0, prog.processes
+    else:
+        assert prog.processes == []
     assert len(failed_once) >= 5 and sum(1 for r in srv.log if r.n % 10 == 3) >= 50
     assert ok_answers == {rid: 1 for rid in runs}  # every run answered (judged) exactly once
     with Session(engine) as s:
@@ -210,14 +220,16 @@ def test_resume_same_version_new_version_and_cache(engine, monkeypatch):
             assert s.get(JudgeRun, jr5).n_done == 3
 
 
-def test_cancel_while_running_then_resume(engine):
+@pytest.mark.parametrize("processes", [1, 2])
+def test_cancel_while_running_then_resume(engine, processes):
     runs = load_demo(engine, 30)
 
     def script(req):
         return Reply(text=json.dumps(truth_answer(runs[req.run_id])), delay=0.1)
 
     with StandIn(script) as srv:
-        jv, jr = _register_plan(engine, judge_file(srv.base_url, extra="limits: {concurrency: 2}\n"))
+        jv, jr = _register_plan(engine, judge_file(srv.base_url, extra=f"limits: {{concurrency: 2, "
+                                                                        f"processes: {processes}}}\n"))
         cancellers: list[threading.Thread] = []
 
         def cancel_elsewhere():  # as another request or process would
@@ -233,6 +245,7 @@ def test_cancel_while_running_then_resume(engine):
         prog = service.execute(engine, jr, progress=watch)
         cancellers[0].join()
         assert prog.state == "cancelled"
+        assert len(prog.processes) == (2 if processes == 2 else 0)
         with Session(engine) as s:
             j = s.get(JudgeRun, jr)
             done = s.exec(select(JudgeResult).where(JudgeResult.state == "done")).all()
@@ -246,6 +259,39 @@ def test_cancel_while_running_then_resume(engine):
             assert len(s.exec(select(JudgeResult).where(JudgeResult.state == "done")).all()) == 30
             again = {s.exec(select(Run.id).where(Run.run_id == r.run_id)).one() for r in srv.log[n_before:]}
         assert not (again & first_done)
+
+
+@pytest.mark.parametrize("processes", [1, 2])
+def test_cost_cap_stops_the_run(engine, processes):
+    """Each call costs 0.01 (100 input tokens at 100 a million); the cap of 0.1 stops the judge run
+    (with 2 processes, each at its share 0.05): the calls in flight finish, nothing more is asked."""
+    runs = load_demo(engine, 60)
+
+    def script(req):
+        return Reply(text=json.dumps(truth_answer(runs[req.run_id])), delay=0.05)
+
+    with StandIn(script) as srv:
+        text = judge_file(srv.base_url, extra="prices: {input_per_million: 100, output_per_million: 0}\n"
+                                              "limits: {concurrency: 4, cost_cap: 0.1}\n")
+        with Session(engine) as s:
+            jv, _ = service.register(s, text)
+            jr_id = service.plan(s, jv, check_cap=False).id
+            s.commit()
+        prog = service.execute(engine, jr_id, processes=processes)
+        asked = len(srv.log)
+    assert prog.state == "error" and "cost cap (0.1) was reached" in prog.reason
+    with Session(engine) as s:
+        jr = s.get(JudgeRun, jr_id)
+        calls = s.exec(select(JudgeCall).where(JudgeCall.judge_run_id == jr_id)).all()
+        done = s.exec(select(JudgeResult).where(JudgeResult.state == "done")).all()
+        assert jr.state == "error" and "cost cap" in jr.error
+        # the cap is reached (10 calls) and passed by at most the calls in flight (4 in all); a
+        # request in flight when the run stopped is abandoned (its run stays queued), not stored
+        assert 10 <= len(calls) <= asked <= 10 + 4 and jr.n_calls == len(calls)
+        assert jr.cost == pytest.approx(0.01 * len(calls)) == pytest.approx(sum(c.cost for c in calls))
+        assert jr.n_done == len(done) == len(calls) and prog.done == len(done)
+        left = s.exec(select(JudgeResult).where(JudgeResult.state != "done")).all()
+        assert len(left) == 60 - len(done) and {r.state for r in left} == {"queued"}
 
 
 def test_dry_run_estimate_and_cost_cap(engine, monkeypatch, tmp_path):
