@@ -88,7 +88,7 @@ class _Bar:
               help="Estimate calls, tokens and cost for the selection; refuse (exit 1) above the cost cap.")
 @click.option("--processes", type=click.IntRange(1, 64), default=None, metavar="N",
               help="Judge the runs in N processes, each with its share of the limits (default: the judge file's "
-                   "limits.processes, else 2 on a machine of 2 or more CPUs for 200 runs or more, else 1).")
+                   "limits.processes, else 2 on a machine of 2 or more CPUs for 2000 runs or more, else 1).")
 @click.option("--json", "as_json", is_flag=True, help="Print the estimate or the judge run's summary as JSON.")
 @one_line_errors
 def run(ref: str, run_ids: tuple[str, ...], batch: str | None, study: str | None, limit: int | None,

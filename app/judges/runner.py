@@ -445,7 +445,9 @@ async def _run(engine: Engine, judge_run_id: int, progress: Callable[[Progress],
             n_proc = processes_for(defn, len(items), processes, engine)
             if n_proc > 1:
                 team = _Team(engine, judge_run_id, n_proc, defn["limits"])
-                helper = {"chunks": team.chunks, "limits": team.shares[0], "lead": True}
+                # the lead has the whole concurrency until a helper is ready, then hands it its share
+                helper = {"chunks": team.chunks, "lead": True, "limits": {
+                    k: v for k, v in team.shares[0].items() if k != "concurrency"}}
         if helper is not None:
             defn = {**defn, "limits": {**defn["limits"], **helper["limits"]}}
         prog = Progress(total=setup["total"], done=setup["done"], error=0)
@@ -529,7 +531,18 @@ async def _run(engine: Engine, judge_run_id: int, progress: Callable[[Progress],
         queue: asyncio.Queue = asyncio.Queue(maxsize=int(defn["limits"]["concurrency"]) if helper is not None
                                              else max(4 * int(defn["limits"]["concurrency"]), 32))
 
+        handed: list[asyncio.Task] = []
+
+        async def hand_over(n: int) -> None:
+            try:
+                for _ in range(n):  # held to the end: the lead's requests in flight are at most its share
+                    await endpoint.semaphore.acquire()
+            finally:  # (cancelled: the lead has stopped asking)
+                team.go.release()
+
         async def chunks():
+            if helper is not None and not helper.get("lead"):
+                await loop.run_in_executor(store.reader, _helper_ready)  # the lead made room for us
             if helper is None:
                 for start in range(0, len(items), 50):
                     yield items[start:start + 50]
@@ -585,6 +598,9 @@ async def _run(engine: Engine, judge_run_id: int, progress: Callable[[Progress],
                     stop_now("cancelled")
                 if helper is not None and not helper.get("lead") and os.getppid() != helper["parent"]:
                     stop_now("cancelled")  # the lead is gone (and with it, the judge run)
+                if team is not None:
+                    while team.ready.acquire(False):  # a helper is ready: its share of the concurrency
+                        handed.append(asyncio.create_task(hand_over(team.shares[len(handed) + 1]["concurrency"])))
                 if pending_results or pending_states or pending_cache or not stop.is_set():
                     await flush()
 
@@ -664,6 +680,8 @@ async def _run(engine: Engine, judge_run_id: int, progress: Callable[[Progress],
         wake.set()
         stopper.cancel()
         await asyncio.gather(flusher_task, stopper, return_exceptions=True)
+        for t in handed:
+            t.cancel()
         await endpoint.close()
         reason = stop_reason[0] if stop_reason else None
         prog.state = "cancelled" if reason == "cancelled" else ("error" if reason else "done")
@@ -736,10 +754,14 @@ def execute(engine: Engine, judge_run_id: int, *, progress: Callable[[Progress],
 
 #: a selection this large is judged by min(2, CPU count) processes unless told otherwise: a
 #: further process costs about 2 s of CPU to start (imports), worth it only for long runs
-PARALLEL_MIN_RUNS = 200
+PARALLEL_MIN_RUNS = 2000
 #: the runs a process takes from the shared queue at a time
 CHUNK = 16
-START_METHOD = "spawn"
+#: how a helper process starts (`multiprocessing` start method): "spawn" (a fresh interpreter, about
+#: 2 s of CPU importing the runner before it judges) or "forkserver"; "fork" starts in milliseconds
+#: but copies a process whose other threads may hold locks, so it is not the default.
+#: ``A2ANNOTATE_JUDGE_START_METHOD`` sets it.
+START_METHOD = os.environ.get("A2ANNOTATE_JUDGE_START_METHOD", "spawn")
 
 
 def processes_for(defn: dict[str, Any], n_items: int, requested: int | None = None,
@@ -794,9 +816,13 @@ class _Team:
         self.url = engine.url.render_as_string(hide_password=False)
         self.chunks = ctx.Queue()
         self.cancel = ctx.Event()
+        # a helper says it is ready (`ready`) and starts asking once the lead has given up that
+        # helper's share of the concurrency (`go`): the processes never have more in flight than
+        # the judge's concurrency, and the lead uses all of it while the helpers start
+        self.ready, self.go = ctx.Semaphore(0), ctx.Semaphore(0)
         self.shares = [share_limits(limits, n, i) for i in range(n)]
         self.pool = ProcessPoolExecutor(n - 1, mp_context=ctx, initializer=_helper_init,
-                                        initargs=(self.chunks, self.cancel, os.getpid()))
+                                        initargs=(self.chunks, self.cancel, self.ready, self.go, os.getpid()))
         self.futures: list[Any] = []
 
     def start(self, items: list[dict[str, Any]]) -> None:
@@ -814,6 +840,8 @@ class _Team:
 
         waits = [asyncio.wrap_future(f) for f in self.futures]
         while not all(w.done() for w in waits):
+            while self.ready.acquire(False):  # the lead is done: a helper still starting goes at once
+                self.go.release()
             await asyncio.wait(waits, timeout=FLUSH_SECONDS)
             if cancel is not None and cancel.is_set():
                 self.cancel.set()
@@ -855,11 +883,20 @@ def _die_with_parent() -> None:
         pass
 
 
-def _helper_init(chunks: Any, cancel: Any, parent: int) -> None:
+def _helper_init(chunks: Any, cancel: Any, ready: Any, go: Any, parent: int) -> None:
     _die_with_parent()
     if os.getppid() != parent:  # the lead ended before the signal was asked for
         os._exit(1)
-    _HELPER.update(chunks=chunks, cancel=cancel, parent=parent)
+    _HELPER.update(chunks=chunks, cancel=cancel, ready=ready, go=go, parent=parent)
+
+
+def _helper_ready() -> None:
+    """A helper: say it is ready and wait until the lead has made room for its requests (or the
+    judge run is cancelled)."""
+    _HELPER["ready"].release()
+    while not _HELPER["go"].acquire(timeout=FLUSH_SECONDS):
+        if _HELPER["cancel"].is_set():
+            return
 
 
 def _helper_main(url: str, judge_run_id: int, limits: dict[str, Any]) -> dict[str, Any]:
