@@ -167,6 +167,9 @@ def main(quick: bool = False, n_runs: int | None = None, processes: list[int] | 
     try:
         port = int(proc.stdout.readline())
         base = f"http://127.0.0.1:{port}/v1"
+        from app.judges import runner
+
+        runner.warm_up()  # as `judge run` does before it plans (the fork server's imports)
         plans = {}
         for p, eng in engines.items():
             with Session(eng) as s:

@@ -118,6 +118,11 @@ def run(ref: str, run_ids: tuple[str, ...], batch: str | None, study: str | None
             scope = study_run_ids(session, get_study(session, study))
         pending, skipped = service.select_pending(session, jv, run_ids=ids or None, batch=batch, limit=limit,
                                                   scope=scope)
+        if not dry_run:
+            from app.judges import runner
+
+            if runner.processes_for(jv.definition, len(pending), processes, engine) > 1:
+                runner.warm_up()  # the fork server imports the runner while this process plans
         if dry_run:
             est = service.estimate(session, jv, [pk for pk, _, _ in pending])
             est.update(judge=jv.name, version=jv.version, skipped=skipped)

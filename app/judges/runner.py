@@ -28,7 +28,11 @@ runs an event loop in the calling thread and
   wait), and updates the judge run's counters and heartbeat there; a judge run whose
   ``cancel_requested`` is set (or whose `cancel` event is set) stops: runs in flight go back to
   ``queued`` and the judge run ends ``cancelled``; reaching ``limits.cost_cap`` stops it the same
-  way, ending ``error``.
+  way, ending ``error``;
+* with ``processes`` > 1 (``limits.processes``, ``--processes``; `processes_for`), splits the runs
+  over that many processes that take chunks from one queue (`_Team`), each with its own loop and
+  share of the limits (`share_limits`), the counters written as increments (docs/judges.md,
+  "Several processes").
 """
 from __future__ import annotations
 
@@ -757,11 +761,35 @@ def execute(engine: Engine, judge_run_id: int, *, progress: Callable[[Progress],
 PARALLEL_MIN_RUNS = 2000
 #: the runs a process takes from the shared queue at a time
 CHUNK = 16
-#: how a helper process starts (`multiprocessing` start method): "spawn" (a fresh interpreter, about
-#: 2 s of CPU importing the runner before it judges) or "forkserver"; "fork" starts in milliseconds
-#: but copies a process whose other threads may hold locks, so it is not the default.
-#: ``A2ANNOTATE_JUDGE_START_METHOD`` sets it.
-START_METHOD = os.environ.get("A2ANNOTATE_JUDGE_START_METHOD", "spawn")
+#: how a helper process starts (`multiprocessing` start method): "forkserver" (the default where
+#: there is one: a single-threaded server process imports `PRELOAD` once, started early by
+#: `warm_up`, and forks each helper from it in milliseconds), "spawn" (a fresh interpreter, about
+#: 2 s of CPU importing the runner before it judges) or "fork" (copies the lead, whose other
+#: threads may hold locks). ``A2ANNOTATE_JUDGE_START_METHOD`` sets it.
+START_METHOD = os.environ.get("A2ANNOTATE_JUDGE_START_METHOD", "forkserver")
+#: what the fork server imports once, before it forks any helper
+PRELOAD = ["app.judges.service", "app.judges.runner", "app.core.db", "openai", "aiohttp", "aiolimiter", "tenacity"]
+
+
+def _context():
+    import multiprocessing
+
+    method = START_METHOD if START_METHOD in multiprocessing.get_all_start_methods() else "spawn"
+    ctx = multiprocessing.get_context(method)
+    if method == "forkserver":
+        ctx.set_forkserver_preload(PRELOAD)
+    return ctx
+
+
+def warm_up() -> None:
+    """Start the fork server now (it imports `PRELOAD` in its own process, meanwhile this one goes
+    on), so that a helper asked for later starts in milliseconds; the CLI calls this before it
+    plans a judge run. Nothing to do for the other start methods."""
+    ctx = _context()
+    if ctx.get_start_method() == "forkserver":
+        from multiprocessing import forkserver
+
+        forkserver.ensure_running()
 
 
 def processes_for(defn: dict[str, Any], n_items: int, requested: int | None = None,
@@ -799,19 +827,19 @@ def share_limits(limits: dict[str, Any], n: int, i: int) -> dict[str, Any]:
 
 
 class _Team:
-    """The lead's further processes (`concurrent.futures.ProcessPoolExecutor`, spawned): the runs
+    """The lead's further processes (`concurrent.futures.ProcessPoolExecutor`, started by
+    `START_METHOD`, the fork server by default): the runs
     go into one queue in chunks of `CHUNK`, which every process (the lead too) takes from, so each
     run is judged by exactly one process and a process that starts late takes less. Each helper
     has its own event loop, database engine and share of the limits (`share_limits`), writes its
     results and its counters (as increments) itself, stops when the judge run is cancelled (its
     ``cancel_requested``, read at every batch, or the team's cancel event, which the lead sets) and
-    dies with the lead (Linux: the parent-death signal; elsewhere: it stops at its next batch)."""
+    dies with the lead (`_watch_lead`)."""
 
     def __init__(self, engine: Engine, judge_run_id: int, n: int, limits: dict[str, Any]):
-        import multiprocessing
         from concurrent.futures import ProcessPoolExecutor
 
-        ctx = multiprocessing.get_context(START_METHOD)
+        ctx = _context()
         self.n, self.judge_run_id = n, judge_run_id
         self.url = engine.url.render_as_string(hide_password=False)
         self.chunks = ctx.Queue()
@@ -883,11 +911,39 @@ def _die_with_parent() -> None:
         pass
 
 
-def _helper_init(chunks: Any, cancel: Any, ready: Any, go: Any, parent: int) -> None:
+def _watch_lead(lead: int) -> None:
+    """End this helper at once when the lead process ends (a thread waiting on the lead's pidfd,
+    Linux; else polling it): a helper's parent may be the fork server, which outlives the lead
+    while helpers it forked live, so the parent-death signal alone is not enough."""
+    import select
+    import time as _time
+
+    def watch() -> None:
+        try:
+            fd = os.pidfd_open(lead)
+        except (AttributeError, OSError):
+            fd = None
+        if fd is not None:
+            select.select([fd], [], [])
+            os._exit(1)
+        while True:
+            try:
+                os.kill(lead, 0)
+            except ProcessLookupError:
+                os._exit(1)
+            except PermissionError:
+                pass
+            _time.sleep(0.2)
+
+    threading.Thread(target=watch, name="judge-lead-watch", daemon=True).start()
+
+
+def _helper_init(chunks: Any, cancel: Any, ready: Any, go: Any, lead: int) -> None:
+    """A helper's start: it ends when the lead does (`_watch_lead`; spawned, also the parent-death
+    signal)."""
     _die_with_parent()
-    if os.getppid() != parent:  # the lead ended before the signal was asked for
-        os._exit(1)
-    _HELPER.update(chunks=chunks, cancel=cancel, ready=ready, go=go, parent=parent)
+    _watch_lead(lead)
+    _HELPER.update(chunks=chunks, cancel=cancel, ready=ready, go=go, parent=os.getppid())
 
 
 def _helper_ready() -> None:
