@@ -12,8 +12,12 @@ same concurrency, with no database, rendering or parsing, once with the SDK's ty
 seconds of the runner's process and of the stand-in are given too: on a shared machine the wall
 times follow the load, the CPU much less.
 
-    python bench/bench_judges.py            # 500 runs
-    python bench/bench_judges.py --quick    # 100 runs
+    python bench/bench_judges.py                    # 500 runs, the runner in 1 process and in 2
+    python bench/bench_judges.py --quick            # 100 runs
+    python bench/bench_judges.py --processes 2      # only in 2 processes (repeatable)
+
+With 2 processes (`limits.processes`, issue 22's runner split) the "runner CPU" is the lead
+process's own; the helper's is given beside it (from /proc, while it runs).
 """
 from __future__ import annotations
 
@@ -118,17 +122,27 @@ def _sample_request(session, jv) -> tuple[list[dict[str, str]], dict]:
                                                          "strict": True}}
 
 
-def main(quick: bool = False, n_runs: int | None = None) -> list[str]:
+def _children_cpu(pid: int) -> float:
+    """CPU seconds of the processes whose parent is `pid`, now (Linux /proc)."""
+    total = 0.0
+    for d in Path("/proc").iterdir():
+        try:
+            if d.name.isdigit() and int((d / "stat").read_text().rsplit(")", 1)[1].split()[1]) == pid:
+                total += _cpu_of(int(d.name))
+        except (OSError, ValueError, IndexError):
+            continue
+    return total
+
+
+def _database(n: int):
     from sqlmodel import Session
 
     from app.core.config import get_settings
     from app.core.db import make_engine
     from app.core.migrate import upgrade
-    from app.judges import service
     from app.taxonomies.service import sync_builtin
-    from tests.judges.helpers import judge_file, load_demo
+    from tests.judges.helpers import load_demo
 
-    n = n_runs or (100 if quick else 500)
     tmp = Path(tempfile.mkdtemp(prefix="bench-judges-"))
     url = f"sqlite:///{tmp / 'judges.db'}"
     upgrade(url)
@@ -137,49 +151,84 @@ def main(quick: bool = False, n_runs: int | None = None) -> list[str]:
         sync_builtin(s, get_settings().taxonomy_dir)
         s.commit()
     load_demo(engine, n)
+    return engine
+
+
+def main(quick: bool = False, n_runs: int | None = None, processes: list[int] | None = None) -> list[str]:
+    from sqlmodel import Session
+
+    from app.judges import service
+    from tests.judges.helpers import judge_file
+
+    n = n_runs or (100 if quick else 500)
+    engines = {p: _database(n) for p in processes or [1, 2]}
     proc = subprocess.Popen([sys.executable, "-c", SERVER, str(n)], cwd=ROOT, stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
     try:
         port = int(proc.stdout.readline())
         base = f"http://127.0.0.1:{port}/v1"
-        with Session(engine) as s:
-            jv, _ = service.register(s, judge_file(base, extra=f"limits: {{concurrency: {CONCURRENCY}, retries: 4, "
-                                                            "backoff_initial_seconds: 0.01}\n"))
-            jr_id = service.plan(s, jv).id
-            s.commit()
-            messages, response_format = _sample_request(s, jv)
+        from app.judges import runner
+
+        runner.warm_up()  # as `judge run` does before it plans (the fork server's imports)
+        plans = {}
+        for p, eng in engines.items():
+            with Session(eng) as s:
+                jv, _ = service.register(s, judge_file(base, extra=f"limits: {{concurrency: {CONCURRENCY}, "
+                                                                f"retries: 4, backoff_initial_seconds: 0.01}}\n"))
+                plans[p] = service.plan(s, jv).id
+                s.commit()
+                if p == next(iter(engines)):
+                    messages, response_format = _sample_request(s, jv)
         bare, bare_cpu = _bare(base, n, messages, response_format)
         lean, lean_cpu = _bare(base, n, messages, response_format, lean=True)
-        load = os.getloadavg()[0]
-        t, c, sc = time.perf_counter(), time.process_time(), _cpu_of(proc.pid)
-        prog = service.execute(engine, jr_id)
-        elapsed, cpu, server_cpu = time.perf_counter() - t, time.process_time() - c, _cpu_of(proc.pid) - sc
+        measured = []
+        for p, eng in engines.items():
+            load = os.getloadavg()[0]
+            t, c, sc = time.perf_counter(), time.process_time(), _cpu_of(proc.pid)
+            helper_cpu = [0.0]
+
+            def watch(_prog, _seen=helper_cpu) -> None:  # the helpers' CPU, read while they live
+                _seen[0] = max(_seen[0], _children_cpu(os.getpid()) - _cpu_of(proc.pid))
+
+            prog = service.execute(eng, plans[p], processes=p, progress=watch if p > 1 else None)
+            elapsed, cpu, server_cpu = time.perf_counter() - t, time.process_time() - c, _cpu_of(proc.pid) - sc
+            measured.append((p, load, prog, elapsed, cpu, server_cpu, helper_cpu[0]))
     finally:
         proc.stdin.close()
         proc.wait(10)
-    with Session(engine) as s:
-        attempts = int(s.execute(text("SELECT COALESCE(SUM(attempts), 0) FROM judge_call")).scalar())
-    engine.dispose()
+    rows = []
     ideal = n * LATENCY / CONCURRENCY
-    ideal_attempts = attempts * LATENCY / CONCURRENCY
-    ratio = elapsed / ideal
-    assert prog.done == n and prog.error == 0, prog
-    return [f"| judge {n} demo runs, concurrency {CONCURRENCY}, 50 ms answers, 10% 429 and 2% failing once "
-            f"(SQLite; {prog.calls} calls, {attempts} HTTP attempts; load average {load:.1f}) | {elapsed:.2f} s "
-            f"(CPU: runner {cpu:.2f} s = {1000 * cpu / n:.1f} ms a run, stand-in {server_cpu:.2f} s) "
-            f"| ideal {n} x 50 ms / {CONCURRENCY} = {ideal:.2f} s ({attempts} attempts x 50 ms / {CONCURRENCY} = "
-            f"{ideal_attempts:.2f} s); bare `openai` client, {n} requests of the same size, no database, rendering "
-            f"or parsing: typed `chat.completions.create` {bare:.2f} s (CPU {bare_cpu:.2f} s), the runner's path "
-            f"(orjson body, `client.post`, aiohttp) {lean:.2f} s (CPU {lean_cpu:.2f} s); the runner is "
-            f"{elapsed / ideal_attempts:.2f}x the attempts' ideal and {elapsed / lean:.2f}x the runner's path bare "
-            f"| {ratio:.2f} | within 1.3x | {'yes' if ratio <= 1.3 else '**no**'} |"]
+    for p, load, prog, elapsed, cpu, server_cpu, hcpu in measured:
+        eng = engines[p]
+        with Session(eng) as s:
+            attempts = int(s.execute(text("SELECT COALESCE(SUM(attempts), 0) FROM judge_call")).scalar())
+        eng.dispose()
+        ideal_attempts = attempts * LATENCY / CONCURRENCY
+        ratio = elapsed / ideal
+        assert prog.done == n and prog.error == 0, prog
+        split = (f"; {p} processes, runs judged {'/'.join(map(str, prog.processes))}" if p > 1 else "; 1 process")
+        runner = (f"runner {cpu:.2f} s = {1000 * cpu / n:.1f} ms a run" if p == 1 else
+                  f"lead {cpu:.2f} s, helper at least {hcpu:.2f} s (its start-up included)")
+        rows.append(f"| judge {n} demo runs, concurrency {CONCURRENCY}, 50 ms answers, 10% 429 and 2% failing once "
+                    f"(SQLite; {prog.calls} calls, {attempts} HTTP attempts{split}; load average {load:.1f}) "
+                    f"| {elapsed:.2f} s (CPU: {runner}, stand-in {server_cpu:.2f} s) "
+                    f"| ideal {n} x 50 ms / {CONCURRENCY} = {ideal:.2f} s ({attempts} attempts x 50 ms / "
+                    f"{CONCURRENCY} = {ideal_attempts:.2f} s); bare `openai` client, {n} requests of the same size, "
+                    f"no database, rendering or parsing: typed `chat.completions.create` {bare:.2f} s (CPU "
+                    f"{bare_cpu:.2f} s), the runner's path (orjson body, `client.post`, aiohttp) {lean:.2f} s (CPU "
+                    f"{lean_cpu:.2f} s); the runner is {elapsed / ideal_attempts:.2f}x the attempts' ideal and "
+                    f"{elapsed / lean:.2f}x the runner's path bare | {ratio:.2f} | within 1.3x | "
+                    f"{'yes' if ratio <= 1.3 else '**no**'} |")
+    return rows
 
 
 if __name__ == "__main__":
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--runs", type=int, default=None)
+    ap.add_argument("--processes", type=int, action="append", default=None,
+                    help="Judge in this many processes (repeatable; default: 1 and 2).")
     a = ap.parse_args()
     from bench.common import HEADER
 
-    print("\n".join([*HEADER, *main(a.quick, a.runs)]))
+    print("\n".join([*HEADER, *main(a.quick, a.runs, a.processes)]))

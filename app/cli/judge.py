@@ -86,10 +86,13 @@ class _Bar:
               help="Judge at most N runs not yet judged by this version.")
 @click.option("--dry-run", is_flag=True,
               help="Estimate calls, tokens and cost for the selection; refuse (exit 1) above the cost cap.")
+@click.option("--processes", type=click.IntRange(1, 64), default=None, metavar="N",
+              help="Judge the runs in N processes, each with its share of the limits (default: the judge file's "
+                   "limits.processes, else 2 on a machine of 2 or more CPUs for 2000 runs or more, else 1).")
 @click.option("--json", "as_json", is_flag=True, help="Print the estimate or the judge run's summary as JSON.")
 @one_line_errors
 def run(ref: str, run_ids: tuple[str, ...], batch: str | None, study: str | None, limit: int | None,
-        dry_run: bool, as_json: bool) -> None:
+        dry_run: bool, processes: int | None, as_json: bool) -> None:
     """Run a judge (a judge FILE, registered first, or a registered NAME or NAME@VERSION) over the
     stored runs, or a selection. Runs this version already judged at their current content are
     skipped, so an interrupted run is resumed by running it again. Ctrl-C cancels: finished runs
@@ -115,6 +118,11 @@ def run(ref: str, run_ids: tuple[str, ...], batch: str | None, study: str | None
             scope = study_run_ids(session, get_study(session, study))
         pending, skipped = service.select_pending(session, jv, run_ids=ids or None, batch=batch, limit=limit,
                                                   scope=scope)
+        if not dry_run:
+            from app.judges import runner
+
+            if runner.processes_for(jv.definition, len(pending), processes, engine) > 1:
+                runner.warm_up()  # the fork server imports the runner while this process plans
         if dry_run:
             est = service.estimate(session, jv, [pk for pk, _, _ in pending])
             est.update(judge=jv.name, version=jv.version, skipped=skipped)
@@ -143,7 +151,7 @@ def run(ref: str, run_ids: tuple[str, ...], batch: str | None, study: str | None
     if previous is not None:
         signal.signal(signal.SIGINT, on_sigint)
     try:
-        service.execute(engine, jr_id, progress=bar, cancel_event=cancel)
+        service.execute(engine, jr_id, progress=bar, cancel_event=cancel, processes=processes)
     finally:
         bar.close()
         if previous is not None:

@@ -28,11 +28,16 @@ runs an event loop in the calling thread and
   wait), and updates the judge run's counters and heartbeat there; a judge run whose
   ``cancel_requested`` is set (or whose `cancel` event is set) stops: runs in flight go back to
   ``queued`` and the judge run ends ``cancelled``; reaching ``limits.cost_cap`` stops it the same
-  way, ending ``error``.
+  way, ending ``error``;
+* with ``processes`` > 1 (``limits.processes``, ``--processes``; `processes_for`), splits the runs
+  over that many processes that take chunks from one queue (`_Team`), each with its own loop and
+  share of the limits (`share_limits`), the counters written as increments (docs/judges.md,
+  "Several processes").
 """
 from __future__ import annotations
 
 import asyncio
+import functools
 import hashlib
 import json
 import logging
@@ -378,6 +383,10 @@ class Progress:
     tokens_out: int = 0
     cost: float = 0.0
     state: str = "running"
+    #: why it stopped before the end (None: it did not)
+    reason: str | None = None
+    #: with several processes: the runs each judged (done or error), the lead's first
+    processes: list[int] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -422,23 +431,56 @@ def _report(progress: Callable[[Progress], None] | None, prog: Progress) -> None
 
 
 async def _run(engine: Engine, judge_run_id: int, progress: Callable[[Progress], None] | None,
-               cancel: threading.Event | None) -> Progress:
+               cancel: Any, processes: int | None = None, helper: dict[str, Any] | None = None) -> Progress:
+    """One process's share of a judge run. The lead (``helper`` None) sets the judge run up, starts
+    the other processes when there are to be more than one (`_Team`), judges runs itself, waits for
+    the others and ends the judge run; a helper (``helper``: its chunk queue and limits) only judges
+    the chunks of runs it takes."""
     from app.judges import service
 
     loop = asyncio.get_running_loop()
     store = _Store(engine, judge_run_id)
+    team: _Team | None = None
     try:
-        setup = await loop.run_in_executor(store.writer, service.runner_setup, store.wsession, judge_run_id)
+        setup = await loop.run_in_executor(store.writer, functools.partial(
+            service.runner_setup, store.wsession, judge_run_id, start=helper is None))
         defn, items = setup["definition"], setup["items"]
+        if helper is None:
+            n_proc = processes_for(defn, len(items), processes, engine)
+            if n_proc > 1:
+                team = _Team(engine, judge_run_id, n_proc, defn["limits"])
+                # the lead has the whole concurrency until a helper is ready, then hands it its share
+                helper = {"chunks": team.chunks, "lead": True, "limits": {
+                    k: v for k, v in team.shares[0].items() if k != "concurrency"}}
+        if helper is not None:
+            defn = {**defn, "limits": {**defn["limits"], **helper["limits"]}}
         prog = Progress(total=setup["total"], done=setup["done"], error=0)
+        shown = Progress(total=setup["total"])  # with several processes: what the judge run's row says
+        flushed = dict.fromkeys(service.COUNTERS, 0)
         pending_states: dict[int, str] = {}
         pending_results: list[ResultOut] = []
         pending_cache: dict[str, tuple[str, int, int]] = {}
         stop = asyncio.Event()
         wake = asyncio.Event()  # set: the flusher writes now, not at its next tick
         stop_reason: list[str] = ["cancelled"] if setup.get("cancelled") else []
+        if stop_reason:  # a helper starting after the cancel takes no chunk
+            stop.set()
         cap = defn["limits"].get("cost_cap")
+        cap_total = defn["limits"].get("cost_cap_total", cap)
         lock = asyncio.Lock()
+
+        def stop_now(reason: str) -> None:
+            if not stop.is_set():
+                stop_reason.append(reason)
+                stop.set()
+                if team is not None and reason == "cancelled":
+                    team.cancel.set()
+
+        def show(totals: dict[str, Any]) -> None:
+            for k, v in totals.items():
+                setattr(shown, k, v)
+            shown.running, shown.delayed = prog.running, prog.delayed
+            _report(progress, shown)
 
         def on_state(result_id: int, state: str) -> None:
             pending_states[result_id] = state
@@ -488,13 +530,37 @@ async def _run(engine: Engine, judge_run_id: int, progress: Callable[[Progress],
 
         lookups: set[asyncio.Task] = set()
         endpoint = Endpoint(defn, cache_get, cache_put, on_state)
-        queue: asyncio.Queue = asyncio.Queue(maxsize=max(4 * int(defn["limits"]["concurrency"]), 32))
+        # with several processes a process holds few runs ahead (its queue, the rest of its chunk),
+        # so the others (a helper starts a few seconds late) find chunks left to take
+        queue: asyncio.Queue = asyncio.Queue(maxsize=int(defn["limits"]["concurrency"]) if helper is not None
+                                             else max(4 * int(defn["limits"]["concurrency"]), 32))
+
+        handed: list[asyncio.Task] = []
+
+        async def hand_over(n: int) -> None:
+            try:
+                for _ in range(n):  # held to the end: the lead's requests in flight are at most its share
+                    await endpoint.semaphore.acquire()
+            finally:  # (cancelled: the lead has stopped asking)
+                team.go.release()
+
+        async def chunks():
+            if helper is not None and not helper.get("lead"):
+                await loop.run_in_executor(store.reader, _helper_ready)  # the lead made room for us
+            if helper is None:
+                for start in range(0, len(items), 50):
+                    yield items[start:start + 50]
+                return
+            while True:  # several processes: each takes the next chunk of the shared queue
+                chunk = await loop.run_in_executor(store.reader, helper["chunks"].get)
+                if chunk is None:
+                    return
+                yield chunk
 
         async def feed() -> None:
-            for start in range(0, len(items), 50):
+            async for chunk in chunks():
                 if stop.is_set():
                     break
-                chunk = items[start:start + 50]
                 runs = await loop.run_in_executor(store.reader, service.load_runs, store.rsession, chunk)
                 for item in chunk:
                     await queue.put((item, runs.get(item["run_pk"])))
@@ -508,18 +574,22 @@ async def _run(engine: Engine, judge_run_id: int, progress: Callable[[Progress],
                 results = list(pending_results)
                 pending_results.clear()
                 cache = dict(pending_cache)
-                counters = prog.to_dict()
+                now = {k: getattr(prog, k) for k in service.COUNTERS}
+                counters = {k: now[k] - flushed[k] for k in service.COUNTERS}
                 try:
-                    cancelled = await loop.run_in_executor(store.writer, service.runner_flush, store.wsession, setup,
-                                                           states, results, cache, counters)
+                    cancelled, totals = await loop.run_in_executor(store.writer, service.runner_flush,
+                                                                   store.wsession, setup, states, results, cache,
+                                                                   counters)
                 except Exception:
                     log.exception("judge run %s: storing results failed", judge_run_id)
                     raise
+                flushed.update(now)
                 for k in cache:
                     pending_cache.pop(k, None)
-                if cancelled and not stop.is_set():
-                    stop_reason.append("cancelled")
-                    stop.set()
+                if cancelled:
+                    stop_now("cancelled")
+                if team is not None:
+                    show(totals)
 
         async def flusher() -> None:
             while not stop.is_set():
@@ -528,9 +598,13 @@ async def _run(engine: Engine, judge_run_id: int, progress: Callable[[Progress],
                 except TimeoutError:
                     pass
                 wake.clear()
-                if cancel is not None and cancel.is_set() and not stop.is_set():
-                    stop_reason.append("cancelled")
-                    stop.set()
+                if cancel is not None and cancel.is_set():
+                    stop_now("cancelled")
+                if helper is not None and not helper.get("lead") and os.getppid() != helper["parent"]:
+                    stop_now("cancelled")  # the lead is gone (and with it, the judge run)
+                if team is not None:
+                    while team.ready.acquire(False):  # a helper is ready: its share of the concurrency
+                        handed.append(asyncio.create_task(hand_over(team.shares[len(handed) + 1]["concurrency"])))
                 if pending_results or pending_states or pending_cache or not stop.is_set():
                     await flush()
 
@@ -571,10 +645,11 @@ async def _run(engine: Engine, judge_run_id: int, progress: Callable[[Progress],
                 prog.error += 1
             else:
                 prog.done += 1
-            _report(progress, prog)
-            if cap is not None and prog.cost >= float(cap) and not stop.is_set():
-                stop_reason.append(f"the cost cap ({cap}) was reached at {prog.cost:.4f}")
-                stop.set()
+            if team is None:
+                _report(progress, prog)
+            if cap is not None and prog.cost >= float(cap):
+                stop_now(f"the cost cap ({cap_total}) was reached at {prog.cost:.4f}" if cap == cap_total else
+                         f"the cost cap ({cap_total}) was reached: this process's share {cap:.6g} at {prog.cost:.4f}")
             if len(pending_results) >= 4 * FLUSH_ITEMS:  # the writer is behind: wait for it
                 await flush()
             elif len(pending_results) >= FLUSH_ITEMS:  # the flusher writes them; this worker goes on
@@ -588,7 +663,10 @@ async def _run(engine: Engine, judge_run_id: int, progress: Callable[[Progress],
                 await judge_one(*got)
 
         workers_n = int(defn["limits"]["concurrency"])
-        _report(progress, prog)
+        if helper is None or team is not None:
+            _report(progress, prog)
+        if team is not None:
+            team.start(items)
         feeder = asyncio.create_task(feed())
         flusher_task = asyncio.create_task(flusher())
         workers = [asyncio.create_task(worker()) for _ in range(workers_n)]
@@ -606,16 +684,35 @@ async def _run(engine: Engine, judge_run_id: int, progress: Callable[[Progress],
         wake.set()
         stopper.cancel()
         await asyncio.gather(flusher_task, stopper, return_exceptions=True)
+        for t in handed:
+            t.cancel()
         await endpoint.close()
         reason = stop_reason[0] if stop_reason else None
         prog.state = "cancelled" if reason == "cancelled" else ("error" if reason else "done")
+        prog.reason = reason
         prog.delayed = 0
         await flush(final=True)
+        if helper is not None and team is None:  # a helper: the lead ends the judge run
+            return prog
+        if team is not None:
+            helpers = await team.wait(loop, store, cancel, show)
+            prog.processes = [prog.done + prog.error] + [h.get("done", 0) + h.get("error", 0) for h in helpers]
+            reasons = [reason] + [h["reason"] for h in helpers]
+            errors = [r for r in reasons if r and r != "cancelled"]
+            reason = errors[0] if errors else ("cancelled" if "cancelled" in reasons else None)
+            prog.state = "cancelled" if reason == "cancelled" else ("error" if reason else "done")
         await loop.run_in_executor(store.writer, service.runner_finish, store.wsession, judge_run_id, prog.state,
                                    reason if prog.state == "error" else None)
+        if team is not None:
+            _, totals = await loop.run_in_executor(store.writer, service.runner_totals, store.wsession, judge_run_id)
+            for k, v in totals.items():
+                setattr(prog, k, v)
+            prog.total, prog.reason = setup["total"], reason
         _report(progress, prog)
         return prog
     finally:
+        if team is not None:
+            team.close()
         store.close()
 
 
@@ -650,7 +747,223 @@ class _fewer_collections:  # noqa: N801 - used as a context manager
 
 
 def execute(engine: Engine, judge_run_id: int, *, progress: Callable[[Progress], None] | None = None,
-            cancel: threading.Event | None = None) -> Progress:
-    """Judge every queued run of the judge run (blocking; see the module docstring)."""
+            cancel: threading.Event | None = None, processes: int | None = None) -> Progress:
+    """Judge every queued run of the judge run (blocking; see the module docstring); `processes`:
+    see `processes_for`."""
     with _fewer_collections():
-        return asyncio.run(_run(engine, judge_run_id, progress, cancel))
+        return asyncio.run(_run(engine, judge_run_id, progress, cancel, processes))
+
+
+# --------------------------------------------------------------------------- several processes
+
+#: a selection this large is judged by min(2, CPU count) processes unless told otherwise: a
+#: further process costs about 2 s of CPU to start (imports), worth it only for long runs
+PARALLEL_MIN_RUNS = 2000
+#: the runs a process takes from the shared queue at a time
+CHUNK = 16
+#: how a helper process starts (`multiprocessing` start method): "forkserver" (the default where
+#: there is one: a single-threaded server process imports `PRELOAD` once, started early by
+#: `warm_up`, and forks each helper from it in milliseconds), "spawn" (a fresh interpreter, about
+#: 2 s of CPU importing the runner before it judges) or "fork" (copies the lead, whose other
+#: threads may hold locks). ``A2ANNOTATE_JUDGE_START_METHOD`` sets it.
+START_METHOD = os.environ.get("A2ANNOTATE_JUDGE_START_METHOD", "forkserver")
+#: what the fork server imports once, before it forks any helper
+PRELOAD = ["app.judges.service", "app.judges.runner", "app.core.db", "openai", "aiohttp", "aiolimiter", "tenacity"]
+
+
+def _context():
+    import multiprocessing
+
+    method = START_METHOD if START_METHOD in multiprocessing.get_all_start_methods() else "spawn"
+    ctx = multiprocessing.get_context(method)
+    if method == "forkserver":
+        ctx.set_forkserver_preload(PRELOAD)
+    return ctx
+
+
+def warm_up() -> None:
+    """Start the fork server now (it imports `PRELOAD` in its own process, meanwhile this one goes
+    on), so that a helper asked for later starts in milliseconds; the CLI calls this before it
+    plans a judge run. Nothing to do for the other start methods."""
+    ctx = _context()
+    if ctx.get_start_method() == "forkserver":
+        from multiprocessing import forkserver
+
+        forkserver.ensure_running()
+
+
+def processes_for(defn: dict[str, Any], n_items: int, requested: int | None = None,
+                  engine: Engine | None = None) -> int:
+    """How many processes judge `n_items` runs: `requested` (``--processes``), else the judge file's
+    ``limits.processes``, else min(2, CPU count) for a selection of `PARALLEL_MIN_RUNS` runs or
+    more and 1 below; never more than the concurrency or the runs, and 1 for an in-memory SQLite
+    database (which other processes cannot open)."""
+    want = requested if requested is not None else defn["limits"].get("processes")
+    if want is None:
+        want = min(2, os.cpu_count() or 1) if n_items >= PARALLEL_MIN_RUNS else 1
+    if engine is not None and engine.dialect.name == "sqlite" and (
+            not engine.url.database or engine.url.database == ":memory:" or "mode=memory" in str(engine.url)):
+        return 1
+    return max(1, min(int(want), int(defn["limits"]["concurrency"]), n_items))
+
+
+def share_limits(limits: dict[str, Any], n: int, i: int) -> dict[str, Any]:
+    """Process `i` of `n`'s share of a judge's limits: its part of the concurrency and of the
+    requests and tokens per minute (split so the parts add up to the whole, each at least 1), and
+    of the cost cap: cap / n, which it stops at. So the processes together stop at the cap at the
+    latest, like one process (a process whose share is left when another reached its own is not
+    given the rest: conservative)."""
+    def part(total: int) -> int:
+        return max(1, total // n + (1 if i < total % n else 0))
+
+    out: dict[str, Any] = {"concurrency": part(int(limits["concurrency"]))}
+    for key in ("requests_per_minute", "tokens_per_minute"):
+        if int(limits.get(key) or 0):
+            out[key] = part(int(limits[key]))
+    if limits.get("cost_cap") is not None:
+        out["cost_cap"] = float(limits["cost_cap"]) / n
+        out["cost_cap_total"] = limits["cost_cap"]
+    return out
+
+
+class _Team:
+    """The lead's further processes (`concurrent.futures.ProcessPoolExecutor`, started by
+    `START_METHOD`, the fork server by default): the runs
+    go into one queue in chunks of `CHUNK`, which every process (the lead too) takes from, so each
+    run is judged by exactly one process and a process that starts late takes less. Each helper
+    has its own event loop, database engine and share of the limits (`share_limits`), writes its
+    results and its counters (as increments) itself, stops when the judge run is cancelled (its
+    ``cancel_requested``, read at every batch, or the team's cancel event, which the lead sets) and
+    dies with the lead (`_watch_lead`)."""
+
+    def __init__(self, engine: Engine, judge_run_id: int, n: int, limits: dict[str, Any]):
+        from concurrent.futures import ProcessPoolExecutor
+
+        ctx = _context()
+        self.n, self.judge_run_id = n, judge_run_id
+        self.url = engine.url.render_as_string(hide_password=False)
+        self.chunks = ctx.Queue()
+        self.cancel = ctx.Event()
+        # a helper says it is ready (`ready`) and starts asking once the lead has given up that
+        # helper's share of the concurrency (`go`): the processes never have more in flight than
+        # the judge's concurrency, and the lead uses all of it while the helpers start
+        self.ready, self.go = ctx.Semaphore(0), ctx.Semaphore(0)
+        self.shares = [share_limits(limits, n, i) for i in range(n)]
+        self.pool = ProcessPoolExecutor(n - 1, mp_context=ctx, initializer=_helper_init,
+                                        initargs=(self.chunks, self.cancel, self.ready, self.go, os.getpid()))
+        self.futures: list[Any] = []
+
+    def start(self, items: list[dict[str, Any]]) -> None:
+        for start in range(0, len(items), CHUNK):
+            self.chunks.put(items[start:start + CHUNK])
+        for _ in range(self.n):
+            self.chunks.put(None)
+        self.futures = [self.pool.submit(_helper_main, self.url, self.judge_run_id, share)
+                        for share in self.shares[1:]]
+
+    async def wait(self, loop, store: _Store, cancel: Any, show: Callable[[dict[str, Any]], None]) -> list:
+        """Wait for the helpers, showing the judge run's progress from its row meanwhile and passing
+        a cancel on; their `Progress` dicts (``reason`` None: all the runs they took were judged)."""
+        from app.judges import service
+
+        waits = [asyncio.wrap_future(f) for f in self.futures]
+        while not all(w.done() for w in waits):
+            while self.ready.acquire(False):  # the lead is done: a helper still starting goes at once
+                self.go.release()
+            await asyncio.wait(waits, timeout=FLUSH_SECONDS)
+            if cancel is not None and cancel.is_set():
+                self.cancel.set()
+            cancelled, totals = await loop.run_in_executor(store.writer, service.runner_totals, store.wsession,
+                                                           self.judge_run_id)
+            if cancelled:
+                self.cancel.set()
+            show(totals)
+        out: list[dict[str, Any]] = []
+        for w in waits:
+            exc = w.exception()
+            if exc is not None:
+                log.error("judge run %s: a judge process failed: %r", self.judge_run_id, exc)
+                out.append({"reason": f"a judge process failed: {type(exc).__name__}: {exc}"})
+            else:
+                out.append(w.result())
+        return out
+
+    def close(self) -> None:
+        self.cancel.set()
+        self.pool.shutdown(wait=True, cancel_futures=True)
+        self.chunks.close()
+
+
+_HELPER: dict[str, Any] = {}
+
+
+def _die_with_parent() -> None:
+    """Linux: this process gets SIGKILL when the process that started it ends (prctl PDEATHSIG)."""
+    import ctypes
+    import signal
+    import sys
+
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGKILL))  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):  # pragma: no cover - no prctl here
+        pass
+
+
+def _watch_lead(lead: int) -> None:
+    """End this helper at once when the lead process ends (a thread waiting on the lead's pidfd,
+    Linux; else polling it): a helper's parent may be the fork server, which outlives the lead
+    while helpers it forked live, so the parent-death signal alone is not enough."""
+    import select
+    import time as _time
+
+    def watch() -> None:
+        try:
+            fd = os.pidfd_open(lead)
+        except (AttributeError, OSError):
+            fd = None
+        if fd is not None:
+            select.select([fd], [], [])
+            os._exit(1)
+        while True:
+            try:
+                os.kill(lead, 0)
+            except ProcessLookupError:
+                os._exit(1)
+            except PermissionError:
+                pass
+            _time.sleep(0.2)
+
+    threading.Thread(target=watch, name="judge-lead-watch", daemon=True).start()
+
+
+def _helper_init(chunks: Any, cancel: Any, ready: Any, go: Any, lead: int) -> None:
+    """A helper's start: it ends when the lead does (`_watch_lead`; spawned, also the parent-death
+    signal)."""
+    _die_with_parent()
+    _watch_lead(lead)
+    _HELPER.update(chunks=chunks, cancel=cancel, ready=ready, go=go, parent=os.getppid())
+
+
+def _helper_ready() -> None:
+    """A helper: say it is ready and wait until the lead has made room for its requests (or the
+    judge run is cancelled)."""
+    _HELPER["ready"].release()
+    while not _HELPER["go"].acquire(timeout=FLUSH_SECONDS):
+        if _HELPER["cancel"].is_set():
+            return
+
+
+def _helper_main(url: str, judge_run_id: int, limits: dict[str, Any]) -> dict[str, Any]:
+    """A helper process's unit of work: judge the chunks it takes from the lead's queue."""
+    from app.core.db import make_engine
+
+    engine = make_engine(url)
+    try:
+        with _fewer_collections():
+            prog = asyncio.run(_run(engine, judge_run_id, None, _HELPER["cancel"], helper={
+                "chunks": _HELPER["chunks"], "limits": limits, "parent": _HELPER["parent"]}))
+        return prog.to_dict()
+    finally:
+        engine.dispose()

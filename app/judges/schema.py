@@ -48,7 +48,7 @@ DEFAULTS: dict[str, Any] = {
     "prices": {"input_per_million": 0.0, "output_per_million": 0.0},
     "limits": {"concurrency": 4, "requests_per_minute": 0, "tokens_per_minute": 0, "retries": 4,
                "timeout_seconds": 120.0, "backoff_initial_seconds": 1.0, "backoff_max_seconds": 60.0,
-               "cost_cap": None},
+               "cost_cap": None, "processes": None},
 }
 
 _NUM = {"type": "number", "minimum": 0}
@@ -96,6 +96,7 @@ SCHEMA: dict[str, Any] = _obj({
         "backoff_initial_seconds": _NUM,
         "backoff_max_seconds": _NUM,
         "cost_cap": {"type": ["number", "null"], "minimum": 0},
+        "processes": {"type": ["integer", "null"], "minimum": 1, "maximum": 64},
     }),
 }, ["judge", "name", "endpoint", "taxonomy", "strategy"])
 

@@ -365,13 +365,16 @@ def cancel(session: Session, jr: JudgeRun) -> JudgeRun:
     return jr
 
 
-def execute(engine, judge_run_id: int, *, progress=None, cancel_event: threading.Event | None = None):
+def execute(engine, judge_run_id: int, *, progress=None, cancel_event: threading.Event | None = None,
+            processes: int | None = None):
     """Run a planned judge run to its end (blocking; the job system's unit of work). A failure of
-    the runner itself ends the judge run in state error with the reason."""
+    the runner itself ends the judge run in state error with the reason. `processes`: how many
+    processes judge its runs (None: the judge file's ``limits.processes``, else automatic; see
+    `app.judges.runner.processes_for`)."""
     from app.judges import runner
 
     try:
-        return runner.execute(engine, judge_run_id, progress=progress, cancel=cancel_event)
+        return runner.execute(engine, judge_run_id, progress=progress, cancel=cancel_event, processes=processes)
     except Exception as exc:
         log.exception("judge run %s failed", judge_run_id)
         with Session(engine) as s:
@@ -419,23 +422,35 @@ def _worker_dead(worker: str | None) -> bool:
     return False
 
 
-def runner_setup(session: Session, judge_run_id: int) -> dict[str, Any]:
+def runner_setup(session: Session, judge_run_id: int, *, start: bool = True) -> dict[str, Any]:
+    """What the runner needs of a judge run. ``start`` (the process that runs the judge run): its
+    queued runs as ``items``, the judge run marked running by this process and its counters set to
+    zero (every process then adds its own, `runner_flush`); else (a further process of the same
+    judge run) only the judge's settings, nothing changed."""
     from app.auth.service import judge_user
 
     jr = session.get(JudgeRun, judge_run_id)
     if jr is None:
         raise JudgeError(f"no judge run {judge_run_id}")
     jv = session.get(JudgeVersion, jr.judge_version_id)
-    user = judge_user(session, jv.name)
+    user = judge_user(session, jv.name) if start else session.exec(
+        select(User).where(User.username == f"judge:{jv.name}")).one()
     if user.kind != "judge":
         raise JudgeError(f"user {user.username!r} is not a judge account")
     setup = _setup_vars(session, jv)
+    if not start:
+        session.rollback()
+        setup.update(items=[], total=0, done=0, judge_run_id=jr.id, judge_version_id=jv.id, version=jv.version,
+                     name=jv.name, user_id=user.id, cancelled=bool(jr.cancel_requested))
+        return setup
     rows = session.execute(
         select(JudgeResult.id, JudgeResult.run_pk, Run.run_id).join(Run, Run.id == JudgeResult.run_pk)
         .where(JudgeResult.judge_run_id == jr.id, JudgeResult.state != "done").order_by(Run.run_id)).all()
     items = [] if jr.cancel_requested else [{"result_id": i, "run_pk": pk, "run_id": rid} for i, pk, rid in rows]
     now = utcnow()
     jr.state = "cancelled" if jr.cancel_requested else "running"
+    jr.n_done = jr.n_error = jr.n_calls = jr.tokens_in = jr.tokens_out = 0
+    jr.cost = 0.0
     jr.worker = worker_id()
     jr.started_at = jr.started_at or now
     jr.heartbeat_at = now
@@ -511,11 +526,19 @@ def _store_annotations(conn, setup: dict[str, Any], rows: list[dict[str, Any]], 
         conn.execute(insert(lab), labels)
 
 
+#: the judge run's counters a runner process adds to (`runner_flush`), by `Progress` field
+COUNTERS = {"done": "n_done", "error": "n_error", "calls": "n_calls", "tokens_in": "tokens_in",
+            "tokens_out": "tokens_out", "cost": "cost"}
+
+
 def runner_flush(session: Session, setup: dict[str, Any], states: dict[int, str], results: list, cache: dict,
-                 counters: dict[str, Any]) -> bool:
+                 counters: dict[str, Any]) -> tuple[bool, dict[str, Any]]:
     """One writer batch, in one transaction: states, cache entries, finished results with their
     calls and annotations (a few statements for the whole batch, not one set per run), the judge
-    run's counters and heartbeat; returns True when the judge run was asked to stop."""
+    run's counters and heartbeat. `counters` are what this process added since its last batch
+    (`COUNTERS`): they are written as increments (``n_done = n_done + 3``), so the processes of one
+    judge run never overwrite each other's. Returns whether the judge run was asked to stop and its
+    counters after this batch (every process's)."""
     now = utcnow()
     conn = session.connection()
     res_t = JudgeResult.__table__
@@ -573,17 +596,23 @@ def runner_flush(session: Session, setup: dict[str, Any], states: dict[int, str]
             {c: bindparam(f"b_{c}", type_=res_t.c[c].type) for c in _RESULT_COLS}), rows)
     if call_rows:
         conn.execute(insert(JudgeCall.__table__), call_rows)
-    jr = session.get(JudgeRun, setup["judge_run_id"])
-    session.refresh(jr)
-    jr.n_done, jr.n_error = counters["done"], counters["error"]
-    jr.n_calls, jr.tokens_in, jr.tokens_out = counters["calls"], counters["tokens_in"], counters["tokens_out"]
-    jr.cost = round(counters["cost"], 8)
-    jr.latency_ms = (jr.latency_ms or 0) + latency
-    jr.heartbeat_at = now
-    session.add(jr)
-    stop = bool(jr.cancel_requested)
+    jt = JudgeRun.__table__
+    values: dict[str, Any] = {col: jt.c[col] + counters.get(key, 0) for key, col in COUNTERS.items()}
+    values.update(latency_ms=jt.c.latency_ms + latency, heartbeat_at=now)
+    conn.execute(update(jt).where(jt.c.id == setup["judge_run_id"]).values(values))
+    row = conn.execute(select(jt.c.cancel_requested, *(jt.c[col] for col in COUNTERS.values()))
+                       .where(jt.c.id == setup["judge_run_id"])).one()
     session.commit()
-    return stop
+    return bool(row[0]), dict(zip(COUNTERS, row[1:]))
+
+
+def runner_totals(session: Session, judge_run_id: int) -> tuple[bool, dict[str, Any]]:
+    """Whether the judge run was asked to stop, and its counters (every process's), read now."""
+    jt = JudgeRun.__table__
+    row = session.connection().execute(select(jt.c.cancel_requested, *(jt.c[col] for col in COUNTERS.values()))
+                                       .where(jt.c.id == judge_run_id)).one()
+    session.rollback()
+    return bool(row[0]), dict(zip(COUNTERS, row[1:]))
 
 
 def runner_finish(session: Session, judge_run_id: int, state: str, error: str | None) -> None:

@@ -36,6 +36,8 @@ class Req:
     user: str
     seen: int
     n: int
+    #: the client's TCP port (which connection, so which process, asked)
+    peer: int = 0
 
     @property
     def is_retry_for_parse(self) -> bool:
@@ -90,21 +92,22 @@ class StandIn:
         self._ready = threading.Event()
         self._conns: set[asyncio.Task] = set()
 
-    def _reply(self, body: dict[str, Any]) -> tuple[Req, Reply]:
+    def _reply(self, body: dict[str, Any], peer: int = 0) -> tuple[Req, Reply]:
         user = next((m["content"] for m in body["messages"] if m["role"] == "user"), "")
         m = RUN_RE.search(user)
         key = orjson.dumps(body["messages"], option=orjson.OPT_SORT_KEYS)
         with self.lock:
             self.seen[key] = self.seen.get(key, 0) + 1
-            req = Req(body=body, run_id=m.group(1) if m else None, user=user, seen=self.seen[key], n=len(self.log))
+            req = Req(body=body, run_id=m.group(1) if m else None, user=user, seen=self.seen[key], n=len(self.log),
+                      peer=peer)
             self.log.append(req)
         return req, self.script(req)
 
-    async def _answer(self, method: str, path: str, raw: bytes) -> bytes:
+    async def _answer(self, method: str, path: str, raw: bytes, peer: int = 0) -> bytes:
         if method != "POST" or path.split("?")[0] != PATH:
             return _response(404, b'{"error": {"message": "not found", "type": "not_found"}}')
         body = orjson.loads(raw)
-        req, reply = self._reply(body)
+        req, reply = self._reply(body, peer)
         if reply.delay:
             await asyncio.sleep(reply.delay)
         if reply.status != 200:
@@ -125,6 +128,7 @@ class StandIn:
     async def _connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         task = asyncio.current_task()
         self._conns.add(task)
+        peer = (writer.get_extra_info("peername") or ("", 0))[1]
         try:
             while True:
                 head = (await reader.readuntil(b"\r\n\r\n")).decode("latin-1").split("\r\n")
@@ -136,7 +140,7 @@ class StandIn:
                         headers[k.strip().lower()] = v.strip()
                 raw = await _read_body(reader, headers)
                 try:
-                    out = await self._answer(method, path, raw)
+                    out = await self._answer(method, path, raw, peer)
                 except Exception as exc:  # noqa: BLE001 - a failing script is a 500, as a framework's would be
                     out = _response(500, orjson.dumps({"error": {"message": f"stand-in: {exc!r}", "type": "bug"}}))
                 writer.write(out)

@@ -4,7 +4,9 @@ from __future__ import annotations
 import hashlib
 import json
 
-from app.judges.runner import Endpoint, request_key
+import pytest
+
+from app.judges.runner import PARALLEL_MIN_RUNS, Endpoint, processes_for, request_key, share_limits
 
 
 def _json_key(payload):
@@ -58,3 +60,33 @@ def test_fewer_collections_while_judge_runs_go_and_restored_by_the_last():
         assert gc.get_threshold() == (700, 10, 10)
     finally:
         gc.set_threshold(*before)
+
+
+def _defn(**limits):
+    return {"limits": {"concurrency": 16, "requests_per_minute": 0, "tokens_per_minute": 0, "cost_cap": None,
+                       "processes": None, **limits}}
+
+
+def test_processes_for_the_selection(monkeypatch):
+    monkeypatch.setattr("os.cpu_count", lambda: 8)
+    assert processes_for(_defn(), PARALLEL_MIN_RUNS - 1) == 1  # small: one process
+    assert processes_for(_defn(), PARALLEL_MIN_RUNS) == 2  # large: min(2, CPUs)
+    monkeypatch.setattr("os.cpu_count", lambda: 1)
+    assert processes_for(_defn(), PARALLEL_MIN_RUNS) == 1
+    assert processes_for(_defn(processes=4), 100) == 4  # the judge file's choice
+    assert processes_for(_defn(processes=4), 100, requested=3) == 3  # --processes wins
+    assert processes_for(_defn(processes=4), 2) == 2  # never more than the runs
+    assert processes_for(_defn(concurrency=3, processes=8), 100) == 3  # nor the concurrency
+    assert processes_for(_defn(processes=4), 0) == 1
+
+
+@pytest.mark.parametrize("n", [2, 3, 5])
+def test_shares_add_up_to_the_limits(n):
+    lim = {"concurrency": 16, "requests_per_minute": 601, "tokens_per_minute": 0, "cost_cap": 1.0}
+    shares = [share_limits(lim, n, i) for i in range(n)]
+    assert sum(s["concurrency"] for s in shares) == 16
+    assert sum(s["requests_per_minute"] for s in shares) == 601
+    assert all("tokens_per_minute" not in s for s in shares)  # 0: unlimited stays unlimited
+    assert sum(s["cost_cap"] for s in shares) == pytest.approx(1.0)  # together at most the cap
+    assert all(s["cost_cap_total"] == 1.0 for s in shares)
+    assert max(s["concurrency"] for s in shares) - min(s["concurrency"] for s in shares) <= 1

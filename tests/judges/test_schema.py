@@ -32,6 +32,8 @@ def test_minimal_file_gets_every_default_and_the_builtin_prompts():
     ("prompts: {user: '{% if %}'}\n", "prompts.user: template error at line 1"),
     ("prompts: {user: '{{ trace }} {{ traec }}'}\n", "prompts.user: UndefinedError: 'traec' is undefined"),
     ("prompts: {system: '{{ run.__class__ }}'}\n", "prompts.system: SecurityError"),
+    ("limits: {processes: 0}\n", "limits.processes:"),
+    ("limits: {processes: two}\n", "limits.processes:"),
 ])
 def test_bad_keys_are_named(extra, message):
     with pytest.raises(JudgeFileError) as e:
@@ -56,7 +58,7 @@ def test_version_is_the_content_hash_of_what_changes_answers():
     v = parse_judge_text(BASE).version
     assert parse_judge_text("# a comment\n" + BASE).version == v  # comments do not count
     ops = BASE.replace("127.0.0.1:9", "10.0.0.1:8000").replace("MY_KEY", "OTHER") + \
-        "description: moved\nlimits: {concurrency: 32, cost_cap: 5}\nprices: {input_per_million: 3}\n"
+        "description: moved\nlimits: {concurrency: 32, cost_cap: 5, processes: 2}\nprices: {input_per_million: 3}\n"
     assert parse_judge_text(ops).version == v  # where it is served and how fast: same judge
     assert parse_judge_text(BASE + "prompts: {system: 'Be terse.'}\n").version != v
     assert parse_judge_text(BASE.replace("model: m1", "model: m2")).version != v

@@ -44,7 +44,8 @@ def _expected(run):
     return sorted((x["mode"], x["agent"], tuple(sorted(set(x["evidence"])))) for x in truth_answer(run)["labels"])
 
 
-def test_scale_with_429s_and_failures(engine, monkeypatch):
+@pytest.mark.parametrize("processes", [1, 2])
+def test_scale_with_429s_and_failures(engine, monkeypatch, processes):
     monkeypatch.setenv("A2A_TEST_JUDGE_KEY", "sk-test")
     runs = load_demo(engine, 500)
     failed_once: set[str] = set()
@@ -65,8 +66,17 @@ def test_scale_with_429s_and_failures(engine, monkeypatch):
     with StandIn(script) as srv:
         text = judge_file(srv.base_url, extra="limits: {concurrency: 16, retries: 4, backoff_initial_seconds: 0.01}\n")
         jv_id, jr_id = _register_plan(engine, text)
-        prog = service.execute(engine, jr_id)
-    assert prog.state == "done" and prog.done == 500 and prog.error == 0
+        seen: list[tuple[int, int]] = []
+        prog = service.execute(engine, jr_id, processes=processes,
+                               progress=lambda p: seen.append((p.done + p.error, p.total)))
+    assert prog.state == "done" and prog.done == 500 and prog.error == 0 and prog.total == 500
+    # the progress shown grows to the whole selection (with 2 processes: from the judge run's row)
+    assert seen[-1] == (500, 500) and all(a[0] <= b[0] for a, b in zip(seen, seen[1:]))
+    assert len({d for d, _ in seen}) > 5
+    if processes == 2:  # the runs each process judged (the lead's first; a helper starting late may get none)
+        assert len(prog.processes) == 2 and sum(prog.processes) == 500, prog.processes
+    else:
+        assert prog.processes == []
     assert len(failed_once) >= 5 and sum(1 for r in srv.log if r.n % 10 == 3) >= 50
     assert ok_answers == {rid: 1 for rid in runs}  # every run answered (judged) exactly once
     with Session(engine) as s:
@@ -85,6 +95,30 @@ def test_scale_with_429s_and_failures(engine, monkeypatch):
         # under the client is retried too, so there may be more attempts than requests received)
         assert sum(c.attempts for c in calls) >= len(srv.log) > 500
         assert jr.tokens_in == 500 * 100 and jr.tokens_out == 500 * 20 and jr.latency_ms >= 500 * 50
+
+
+def test_two_processes_share_the_runs(engine):
+    """Slow answers (the lead alone would need 12 s): the helper process, once started, takes chunks
+    too; every run is asked for once, stored once, with the answer's labels."""
+    runs = load_demo(engine, 96)
+    asked: dict[str, int] = {}
+    lock = threading.Lock()
+
+    def script(req):
+        with lock:
+            asked[req.run_id] = asked.get(req.run_id, 0) + 1
+        return Reply(text=json.dumps(truth_answer(runs[req.run_id])), delay=0.25)
+
+    with StandIn(script) as srv:
+        jv_id, jr_id = _register_plan(engine, judge_file(srv.base_url, extra="limits: {concurrency: 2, processes: 2}\n"))
+        prog = service.execute(engine, jr_id)
+    assert prog.state == "done" and prog.done == 96 and len(prog.processes) == 2 and min(prog.processes) > 0
+    assert asked == dict.fromkeys(runs, 1)
+    with Session(engine) as s:
+        assert _judge_labels(s, "tj") == {rid: _expected(run) for rid, run in runs.items()}
+        jr = s.get(JudgeRun, jr_id)
+        assert jr.n_done == 96 and jr.n_error == 0 and jr.n_calls == 96 and jr.tokens_in == 96 * 100
+        assert len(s.exec(select(JudgeResult).where(JudgeResult.state == "done")).all()) == 96
 
 
 def test_faults_per_request(engine, monkeypatch):
@@ -210,14 +244,16 @@ def test_resume_same_version_new_version_and_cache(engine, monkeypatch):
             assert s.get(JudgeRun, jr5).n_done == 3
 
 
-def test_cancel_while_running_then_resume(engine):
+@pytest.mark.parametrize("processes", [1, 2])
+def test_cancel_while_running_then_resume(engine, processes):
     runs = load_demo(engine, 30)
 
     def script(req):
         return Reply(text=json.dumps(truth_answer(runs[req.run_id])), delay=0.1)
 
     with StandIn(script) as srv:
-        jv, jr = _register_plan(engine, judge_file(srv.base_url, extra="limits: {concurrency: 2}\n"))
+        jv, jr = _register_plan(engine, judge_file(srv.base_url, extra=f"limits: {{concurrency: 2, "
+                                                                        f"processes: {processes}}}\n"))
         cancellers: list[threading.Thread] = []
 
         def cancel_elsewhere():  # as another request or process would
@@ -233,6 +269,7 @@ def test_cancel_while_running_then_resume(engine):
         prog = service.execute(engine, jr, progress=watch)
         cancellers[0].join()
         assert prog.state == "cancelled"
+        assert len(prog.processes) == (2 if processes == 2 else 0)
         with Session(engine) as s:
             j = s.get(JudgeRun, jr)
             done = s.exec(select(JudgeResult).where(JudgeResult.state == "done")).all()
@@ -246,6 +283,39 @@ def test_cancel_while_running_then_resume(engine):
             assert len(s.exec(select(JudgeResult).where(JudgeResult.state == "done")).all()) == 30
             again = {s.exec(select(Run.id).where(Run.run_id == r.run_id)).one() for r in srv.log[n_before:]}
         assert not (again & first_done)
+
+
+@pytest.mark.parametrize("processes", [1, 2])
+def test_cost_cap_stops_the_run(engine, processes):
+    """Each call costs 0.01 (100 input tokens at 100 a million); the cap of 0.1 stops the judge run
+    (with 2 processes, each at its share 0.05): the calls in flight finish, nothing more is asked."""
+    runs = load_demo(engine, 60)
+
+    def script(req):
+        return Reply(text=json.dumps(truth_answer(runs[req.run_id])), delay=0.05)
+
+    with StandIn(script) as srv:
+        text = judge_file(srv.base_url, extra="prices: {input_per_million: 100, output_per_million: 0}\n"
+                                              "limits: {concurrency: 4, cost_cap: 0.1}\n")
+        with Session(engine) as s:
+            jv, _ = service.register(s, text)
+            jr_id = service.plan(s, jv, check_cap=False).id
+            s.commit()
+        prog = service.execute(engine, jr_id, processes=processes)
+        asked = len(srv.log)
+    assert prog.state == "error" and "cost cap (0.1) was reached" in prog.reason
+    with Session(engine) as s:
+        jr = s.get(JudgeRun, jr_id)
+        calls = s.exec(select(JudgeCall).where(JudgeCall.judge_run_id == jr_id)).all()
+        done = s.exec(select(JudgeResult).where(JudgeResult.state == "done")).all()
+        assert jr.state == "error" and "cost cap" in jr.error
+        # the cap is reached (10 calls) and passed by at most the calls in flight (4 in all); a
+        # request in flight when the run stopped is abandoned (its run stays queued), not stored
+        assert 10 <= len(calls) <= asked <= 10 + 4 and jr.n_calls == len(calls)
+        assert jr.cost == pytest.approx(0.01 * len(calls)) == pytest.approx(sum(c.cost for c in calls))
+        assert jr.n_done == len(done) == len(calls) and prog.done == len(done)
+        left = s.exec(select(JudgeResult).where(JudgeResult.state != "done")).all()
+        assert len(left) == 60 - len(done) and {r.state for r in left} == {"queued"}
 
 
 def test_dry_run_estimate_and_cost_cap(engine, monkeypatch, tmp_path):

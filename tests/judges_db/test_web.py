@@ -102,6 +102,21 @@ def test_rest_register_launch_watch_results_score(site):
         assert len(items) == 4
 
 
+def test_rest_launch_with_two_processes(site):
+    """A judge file asking for 2 processes, launched as a job: every run judged once, counters right."""
+    app, engine, runs, tokens, srv = site
+    rev = bearer(tokens["rita"])
+    with TestClient(app) as c:
+        text = judge_file(srv.base_url) + "limits: {concurrency: 2, processes: 2}\n"
+        assert c.post("/api/v1/judges", json={"file": text}, headers=rev).status_code == 201
+        r = c.post("/api/v1/judges/tj/runs", json={}, headers=rev)
+        assert r.status_code == 202, r.text
+        st = _wait(c, r.headers["location"], rev)
+        assert st["state"] == "done" and st["progress"] == {"done": 4, "total": 4} and st["calls"] == 4
+        assert st["states"] == {"done": 4} and st["tokens_in"] == 400 and st["errors"] == 0
+    assert sorted(srv.runs_requested()) == sorted(runs)  # each run asked for once
+
+
 def test_pages_define_launch_watch_cancel(site):
     app, engine, runs, tokens, srv = site
     with TestClient(app) as c:
