@@ -42,11 +42,14 @@ def test_checkpoints_count_bootstrap_replicates_and_can_stop_them():
 
 
 def test_cancel_stops_a_running_bootstrap_promptly(engine):
-    """A `result` job bootstrapping 10,000 replicates at agent level (about ten seconds here) shows
-    its progress in replicates, and stops within two seconds of its cancel, storing nothing."""
-    load_demo(engine, 80)
+    """A `result` job bootstrapping 10,000 replicates at agent level over 320 runs (127 bootstraps,
+    about six seconds here) shows its progress in replicates, and stops within two seconds of its
+    cancel, storing nothing. (Over 80 runs the job took two seconds here and less on a faster
+    machine, which finished it between the first progress seen and the cancel.)"""
+    load_demo(engine, 320)
+    params = SLOW_AGREEMENT
     with Session(engine) as s:
-        job = service.create_job(s, "result", {"kind": "agreement", "params": SLOW_AGREEMENT}, None)
+        job = service.create_job(s, "result", {"kind": "agreement", "params": params}, None)
         job_id = job.id
     t = threading.Thread(target=service.execute, args=(job_id, engine), daemon=True)
     t.start()
@@ -67,16 +70,8 @@ def test_cancel_stops_a_running_bootstrap_promptly(engine):
     assert not t.is_alive()
     with Session(engine) as s:
         row = s.get(Job, job_id)
-        assert row.state == "cancelled" and row.error == "cancelled while it ran", row.error
+        assert row.state == "cancelled" and row.error == "cancelled while it ran", (row.state, row.error)
         assert s.execute(select(StoredResult).where(StoredResult.kind == "agreement")).scalar() is None
+        # the cancel is what stopped it: it drew a part of its 127 bootstraps, not all
+        assert 0 < row.progress_done < 127 * params["n_boot"], row.progress_done
     assert stopped < 2.0, f"the cancelled bootstrap ran {stopped:.1f} s more"
-    # the same job run to its end takes several times as long: the cancel is what stopped it
-    with Session(engine) as s:
-        again_id = service.create_job(s, "result", {"kind": "agreement", "params": SLOW_AGREEMENT}, None).id
-    t0 = time.monotonic()
-    service.execute(again_id, engine)
-    full = time.monotonic() - t0
-    with Session(engine) as s:
-        done = s.get(Job, again_id)
-        assert done.state == "done" and done.progress_done == done.progress_total > 10_000
-    assert full > 2 * stopped
