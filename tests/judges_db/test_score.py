@@ -80,11 +80,15 @@ def test_score_labels_and_attribution(engine, monkeypatch):
         return answer(answers[req.run_id])
 
     # attribution answers: the reference's failure point moved by 0, +1, +2, -3 seqs; every fifth blames another agent
+    # a run without a failure in the reference: the judge must still name someone (the answer is not
+    # nullable with one window); it names the first agent at the first event, which no score counts
     offsets = [0, 1, 2, -3]
     ref_points = {}
     for i, rid in enumerate(ids):
         truth = truth_of(runs[rid])
         if not truth:
+            steps[rid] = {"agent": runs[rid]["agents"][0]["id"], "step": runs[rid]["events"][0]["seq"],
+                          "rationale": "r"}
             continue
         step, agent = min((min(t["evidence"]), t["agent"]) for t in truth)
         ref_points[rid] = (agent, step)
@@ -101,6 +105,7 @@ def test_score_labels_and_attribution(engine, monkeypatch):
                 jr_id = service.plan(s, jv).id
                 s.commit()
             assert service.execute(engine, jr_id).state == "done"
+        assert len(srv.log) == 2 * N, len(srv.log)  # one request per run and judge: none failed and was retried
 
     with Session(engine) as s:
         tax = resolve_taxonomy(s, None)
