@@ -28,6 +28,11 @@ rows), on a fresh database:
     python -m bench.bench_scale                  # 2,500 and 25,000 runs, SQLite and PostgreSQL
     python -m bench.bench_scale --write          # ... and replace the "## Scale" section of bench/RESULTS.md
     python -m bench.bench_scale --quick          # toy sizes, SQLite, short phases (the suite's smoke test)
+    python -m bench.bench_scale --sizes 5000,50000   # other sizes (BENCH_SCALE_SIZES and _PG_SIZES)
+    python -m bench.bench_scale --jobs --sizes 5000,10000,20000 [--trees /path/a,/path/b]
+        # only the agreement and outcome report jobs' own work (`compute_and_store` in a subprocess
+        # per code tree, e.g. before / after a change, on the same databases), with both baselines
+        # and the growth between consecutive sizes; no servers, no load phases
 
 Environment: BENCH_SCALE_SIZES (e.g. "2500,25000"), BENCH_SCALE_PG_SIZES (PostgreSQL's, default
 the same), BENCH_SCALE_DBS ("postgresql,sqlite"), BENCH_SCALE_DIR (corpora and logs, kept between
@@ -680,6 +685,128 @@ def main(quick: bool = False) -> list[str]:
     return out
 
 
+# --------------------------------------------------------------------------- the result jobs alone (--jobs)
+
+#: the params GET /api/v1/agreement?n_boot=0 and GET /api/v1/reports/outcomes?by=model&source=... resolve to
+JOB_PARAMS = {
+    "agreement": {"study": None, "level": "run", "taxonomy": None, "family": None, "annotators": None,
+                  "include_judges": False, "n_boot": 0, "seed": 0, "confidence": 0.95},
+    "report_outcomes": {"study": None, "by": "model", "source": SOURCE, "taxonomy": None, "family": None,
+                        "threshold": 0.5},
+}
+#: run in a subprocess per code tree: the job's own work (`compute_and_store`: data version, load,
+#: compute, store), no queue; prints the median wall and CPU seconds of 3 and where `app` came from
+_TIME_JOB = r"""
+import json, statistics, sys, time
+import app
+from app.core.db import make_engine
+from app.results.service import compute_and_store
+url, kind, params = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
+engine = make_engine(url)
+compute_and_store(engine, kind, params)  # warm: imports, caches, the database's pages
+walls, cpus = [], []
+for _ in range(3):
+    w, c = time.perf_counter(), time.process_time()
+    compute_and_store(engine, kind, params)
+    walls.append(time.perf_counter() - w)
+    cpus.append(time.process_time() - c)
+print(json.dumps({"wall": statistics.median(walls), "cpu": statistics.median(cpus), "app": app.__file__}))
+"""
+
+
+def jobs_database(backend: str, n_runs: int) -> tuple[Database, tuple]:
+    """A database of ``n_runs`` runs (`corpus`, imported in-process as `a2annotate import` does) with
+    the synthetic labels of `add_labels`; returns it and the agreement baseline's frames."""
+    from app.core.db import make_engine
+    from app.ingest.loader import import_paths
+
+    db = Database(backend, f"scale-jobs-{n_runs}")
+    engine = make_engine(db.url)
+    summary = import_paths(engine, [str(corpus(n_runs))])
+    engine.dispose()
+    if summary.imported != n_runs:
+        db.drop()
+        raise RuntimeError(f"imported {summary.imported} of {n_runs}: {summary.errors[:2]}")
+    return db, add_labels(db.url)
+
+
+def time_job(tree: Path, url: str, kind: str) -> dict:
+    import json
+
+    env = {**os.environ, "PYTHONPATH": str(tree), "DATABASE_URL": url}
+    out = subprocess.run([sys.executable, "-c", _TIME_JOB, url, kind, json.dumps(JOB_PARAMS[kind])], env=env,
+                         cwd=tree, capture_output=True, text=True, check=True).stdout
+    got = json.loads(out.strip().splitlines()[-1])
+    if not got["app"].startswith(str(tree)):
+        raise RuntimeError(f"{tree}: imported app from {got['app']}")
+    return got
+
+
+def measure_jobs(backend: str, n_runs: int, trees: list[Path]) -> dict:
+    """The agreement and report jobs' own time at one size, per code tree, with both baselines."""
+    from bench.bench_agreement import _baseline
+
+    label = "SQLite" if backend == "sqlite" else "PostgreSQL"
+    log(f"{label} {n_runs:,}: database")
+    db, frames = jobs_database(backend, n_runs)
+    try:
+        m: dict = {"backend": backend, "n": n_runs, "agree_base": _baseline(*frames),
+                   "report_base": report_baseline(db.url, n_runs), "trees": {}}
+        for tree in trees:
+            log(f"{label} {n_runs:,}: jobs, {tree}")
+            m["trees"][str(tree)] = {kind: time_job(tree, db.url, kind) for kind in JOB_PARAMS}
+    finally:
+        db.drop()
+    return m
+
+
+def jobs_rows(m: dict) -> list[str]:
+    label = "SQLite" if m["backend"] == "sqlite" else "PostgreSQL"
+    out = []
+    for tree, t in m["trees"].items():
+        a, r = t["agreement"], t["report_outcomes"]
+        out.append(row(f"{label}, {m['n']:,} runs: agreement job's own work (n_boot=0; `compute_and_store`, no "
+                       f"queue; CPU {a['cpu']:.2f} s), code of {tree}", f"{a['wall']:.2f} s",
+                       f"one `krippendorff.alpha` on the pooled matrix: {m['agree_base']:.3f} s",
+                       a["wall"] / m["agree_base"], "within 10x"))
+        out.append(row(f"{label}, {m['n']:,} runs: outcome report job's own work (by=model; CPU {r['cpu']:.2f} s), "
+                       f"code of {tree}", f"{r['wall']:.2f} s",
+                       f"bare pandas groupby on the exported Parquet: {m['report_base']:.3f} s",
+                       r["wall"] / m["report_base"], "within 1.5x"))
+    return out
+
+
+def jobs_growth_rows(a: dict, b: dict) -> list[str]:
+    label = "SQLite" if a["backend"] == "sqlite" else "PostgreSQL"
+    x = b["n"] / a["n"]
+    what = f"{label}, {a['n']:,} -> {b['n']:,} runs (x{x:g} data; linear: at most {1.1 * x:g}x)"
+    out = []
+    for tree in a["trees"]:
+        for kind, name, base in (("agreement", "agreement job", "agree_base"),
+                                 ("report_outcomes", "outcome report job", "report_base")):
+            ta, tb = a["trees"][tree][kind], b["trees"][tree][kind]
+            out.append(row(f"{what}: how the {name} grows, code of {tree} (CPU x{tb['cpu'] / ta['cpu']:.2f})",
+                           f"x{tb['wall'] / ta['wall']:.2f}", f"baseline x{b[base] / a[base]:.2f}",
+                           tb["wall"] / ta["wall"], f"at most {1.1 * x:g}x"))
+    return out
+
+
+def main_jobs(sizes: list[int], trees: list[Path]) -> list[str]:
+    dbs = os.environ.get("BENCH_SCALE_DBS", "postgresql,sqlite").split(",")
+    out: list[str] = []
+    for backend in dbs:
+        results = []
+        for n in sizes:
+            m = measure_jobs(backend, n, trees)
+            rs = jobs_rows(m)
+            if results:
+                rs += jobs_growth_rows(results[-1], m)
+            results.append(m)
+            out += rs
+            log("\n".join(rs))
+    return out
+
+
 HEADER = ["| work | a2annotate | baseline in the same run | ratio | target | met |", "|---|---|---|---|---|---|"]
 
 
@@ -708,8 +835,18 @@ def write_section(text: str, path: Path) -> None:
     path.write_text("\n".join(lines).rstrip("\n") + "\n")
 
 
+def _option(name: str) -> str | None:
+    return sys.argv[sys.argv.index(name) + 1] if name in sys.argv[:-1] else None
+
+
 if __name__ == "__main__":
     quick = "--quick" in sys.argv
+    if _option("--sizes"):
+        os.environ["BENCH_SCALE_SIZES"] = os.environ["BENCH_SCALE_PG_SIZES"] = _option("--sizes")
+    if "--jobs" in sys.argv:
+        trees = [Path(t).resolve() for t in (_option("--trees") or str(ROOT)).split(",")]
+        print("\n".join([*HEADER, *main_jobs(sizes_for("sqlite", False), trees)]))
+        sys.exit(0)
     rows = main(quick)
     text = section(rows)
     print(text)

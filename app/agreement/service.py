@@ -39,6 +39,7 @@ from app.agreement.units import (
 )
 from app.annotations.models import Annotation, GoldLabel, GoldRun, Label
 from app.auth.models import User
+from app.core.db import fetch_rows
 from app.core.errors import FieldError
 from app.runs.models import Agent, Run, Scenario
 from app.taxonomies.models import Taxonomy
@@ -213,17 +214,9 @@ def _seq_sets(values: list) -> list[list[int]]:
 
 
 def _rows(session: Session, stmt: Any) -> list[tuple]:
-    """All rows of a Core statement on the session's connection, as the driver's tuples: no ORM
-    loading and no Row objects (the statements select integers and text only, which need no
-    result processing; JSON columns are cast to text)."""
-    if session.autoflush:
-        session.flush()
-    result = session.connection().execute(stmt)
-    try:
-        cursor = getattr(result, "cursor", None)
-        return cursor.fetchall() if cursor is not None else [tuple(r) for r in result.all()]
-    finally:
-        result.close()
+    """All rows of a Core statement as the driver's tuples (`app.core.db.fetch_rows`; the
+    statements select integers and text only, JSON columns cast to text)."""
+    return fetch_rows(session, stmt)
 
 
 def _frame(columns: dict[str, list], names: tuple[str, ...]) -> pd.DataFrame:

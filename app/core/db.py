@@ -141,6 +141,22 @@ def begin_write(session: Session) -> None:
     session.connection(execution_options={SQLITE_BEGIN: "immediate"})
 
 
+def fetch_rows(session: Session, stmt) -> list[tuple]:
+    """All rows of a Core statement on the session's connection, as the driver's tuples, read with
+    one ``fetchall``: no ORM loading, no Row objects and no result processing, so the statement
+    should select integers, floats and text only (cast JSON columns to text; SQLite gives booleans
+    as 0 / 1). Iterating a SQLAlchemy result instead fetches one row per call on psycopg, several
+    times slower on large reads (the agreement and report loaders read every label)."""
+    if session.autoflush:
+        session.flush()
+    result = session.connection().execute(stmt)
+    try:
+        cursor = getattr(result, "cursor", None)
+        return cursor.fetchall() if cursor is not None else [tuple(r) for r in result.all()]
+    finally:
+        result.close()
+
+
 @lru_cache
 def get_engine() -> Engine:
     return make_engine(get_settings().database_url)

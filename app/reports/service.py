@@ -22,11 +22,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pandas as pd
-from sqlalchemy import String, select, type_coerce
+from sqlalchemy import Text, cast, select
 from sqlmodel import Session
 
 from app.annotations.models import Annotation, GoldLabel, GoldRun, Label
 from app.auth.models import User
+from app.core.db import fetch_rows
 from app.core.errors import FieldError
 from app.reports.outcomes import (
     AGENT_COLUMNS,
@@ -103,49 +104,47 @@ class ReportData:
 
 def _label_rows(session: Session, tax: Taxonomy, pk_to_id: dict[int, str], known_agents: set[tuple[str, str]],
                 cats: dict[str, str]) -> tuple[list[tuple], list[tuple], list[str]]:
-    """Returns (labels, submissions, gold_runs) rows of the runs in ``pk_to_id`` under ``tax``."""
-
-    def label_row(run_id: str, annotator: str | None, mode: str, agent: str | None, source: str) -> tuple:
-        agent = agent if agent and (run_id, agent) in known_agents else None
-        return (run_id, annotator, mode, cats.get(mode), agent, source)
-
-    conn = session.connection()
-    labels: list[tuple] = []
-    for pk, username, kind, mode, agent in conn.execute(
-        select(Annotation.run_pk, User.username, User.kind, Label.mode, Label.agent)
-        .join(Annotation, Annotation.id == Label.annotation_id)
-        .join(User, User.id == Annotation.user_id)
-        .where(Annotation.taxonomy_pk == tax.id, Annotation.status == "submitted", Label.mode.is_not(None))
-        .order_by(Label.id)
-    ):
-        if pk in pk_to_id:
-            labels.append(label_row(pk_to_id[pk], username, mode, agent, "human" if kind == "human" else "judge"))
+    """Returns (labels, submissions, gold_runs) rows of the runs in ``pk_to_id`` under ``tax``: the
+    submitted labels in label order, then the accepted gold labels in gold label order."""
+    labels = [
+        (pk_to_id[pk], username, mode, cats.get(mode),
+         agent if agent and (pk_to_id[pk], agent) in known_agents else None, "human" if kind == "human" else "judge")
+        for pk, username, kind, mode, agent in fetch_rows(session, (
+            select(Annotation.run_pk, User.username, User.kind, Label.mode, Label.agent)
+            .join(Annotation, Annotation.id == Label.annotation_id)
+            .join(User, User.id == Annotation.user_id)
+            .where(Annotation.taxonomy_pk == tax.id, Annotation.status == "submitted", Label.mode.is_not(None))
+            .order_by(Label.id)))
+        if pk in pk_to_id
+    ]
     submissions = sorted({
         (pk_to_id[pk], username)
-        for pk, username in conn.execute(
+        for pk, username in fetch_rows(session, (
             select(Annotation.run_pk, User.username).join(User, User.id == Annotation.user_id)
-            .where(Annotation.taxonomy_pk == tax.id, Annotation.status == "submitted", User.kind == "human"))
+            .where(Annotation.taxonomy_pk == tax.id, Annotation.status == "submitted", User.kind == "human")))
         if pk in pk_to_id
     })
     gold_runs = sorted({
         pk_to_id[pk]
-        for (pk,) in conn.execute(
-            select(GoldRun.run_pk).where(GoldRun.taxonomy_pk == tax.id, GoldRun.status == "adjudicated"))
+        for (pk,) in fetch_rows(session, (
+            select(GoldRun.run_pk).where(GoldRun.taxonomy_pk == tax.id, GoldRun.status == "adjudicated")))
         if pk in pk_to_id
     })
-    for pk, mode, agent in conn.execute(
-        select(GoldRun.run_pk, GoldLabel.mode, GoldLabel.agent)
-        .join(GoldRun, GoldRun.id == GoldLabel.gold_run_id)
-        .where(GoldRun.taxonomy_pk == tax.id, GoldRun.status == "adjudicated", GoldLabel.accepted.is_(True))
-        .order_by(GoldLabel.id)
-    ):
-        if pk in pk_to_id:
-            labels.append(label_row(pk_to_id[pk], None, mode, agent, "gold"))
+    labels += [
+        (pk_to_id[pk], None, mode, cats.get(mode),
+         agent if agent and (pk_to_id[pk], agent) in known_agents else None, "gold")
+        for pk, mode, agent in fetch_rows(session, (
+            select(GoldRun.run_pk, GoldLabel.mode, GoldLabel.agent)
+            .join(GoldRun, GoldRun.id == GoldLabel.gold_run_id)
+            .where(GoldRun.taxonomy_pk == tax.id, GoldRun.status == "adjudicated", GoldLabel.accepted.is_(True))
+            .order_by(GoldLabel.id)))
+        if pk in pk_to_id
+    ]
     return labels, submissions, gold_runs
 
 
 def _json_value(value: Any) -> Any:
-    """A JSON column read as text (SQLite) or already decoded by the driver (psycopg)."""
+    """A JSON column read as text (cast in SQL), or already decoded by a driver."""
     return json.loads(value) if type(value) is str else value
 
 
@@ -154,6 +153,25 @@ def _json_dict(value: Any) -> Any:
     if not value or value == "{}" or value == "null":
         return {}
     return _json_value(value) or {}
+
+
+def _json_dicts(texts: list[Any]) -> list[Any]:
+    """:func:`_json_dict` of each value, the texts decoded with one ``json.loads`` of their JSON
+    array (one call instead of one per principal); value by value when that array does not parse
+    into as many values (a text that is not one JSON value)."""
+    if texts and all(type(t) is str and t for t in texts):
+        try:
+            values = json.loads("[" + ",".join(texts) + "]")
+        except ValueError:
+            values = None
+        if values is not None and len(values) == len(texts):
+            return [v or {} for v in values]
+    return [_json_dict(t) for t in texts]
+
+
+def _flag(value: Any) -> bool | None:
+    """A boolean column read raw: SQLite gives 0 / 1."""
+    return None if value is None else bool(value)
 
 
 def resolve_taxonomy(session: Session, ref: str | None) -> Taxonomy:
@@ -179,18 +197,16 @@ def load_report_data(session: Session, *, threshold: float, taxonomy: str | None
     tax = resolve_taxonomy(session, taxonomy)
     cats = mode_category(tax)
 
-    # Core statements on the session's connection (no ORM row handling), JSON columns read as
-    # text and decoded here (only where there is something to decode)
-    conn = session.connection()
+    # Core statements read with one fetchall each (no ORM or Row handling), JSON columns cast to
+    # text in SQL and decoded here: overrides where there is one, the metrics in one call
     run_q = (select(Run.id, Run.run_id, Run.scenario_id, Run.status, Run.aggregate_score,
-                    type_coerce(Run.scenario_override, String), Scenario.family, Scenario.alignment)
+                    cast(Run.scenario_override, Text), Scenario.family, Scenario.alignment)
              .join(Scenario, Scenario.id == Run.scenario_id).order_by(Run.run_id))
     if scope is not None:
         run_q = run_q.where(Run.id.in_(scope))
-    run_rows = conn.execute(run_q).all()
     runs: list[tuple] = []
     pk_to_id: dict[int, str] = {}
-    for pk, run_id, scenario_id, status, agg, override, fam, alignment in run_rows:
+    for pk, run_id, scenario_id, status, agg, override, fam, alignment in fetch_rows(session, run_q):
         if override and type(override) is str:
             override = None if override == "null" else _json_value(override)
         if override:  # the run's own scenario object differs from the stored one
@@ -201,19 +217,18 @@ def load_report_data(session: Session, *, threshold: float, taxonomy: str | None
         pk_to_id[pk] = run_id
         runs.append((run_id, scenario_id, fam, alignment, status, agg))
 
+    p_rows = [r for r in fetch_rows(session, select(
+        Principal.run_pk, Principal.principal_id, Principal.kind, Principal.success, Principal.score,
+        cast(Principal.metrics, Text)).order_by(Principal.run_pk, Principal.position)) if r[0] in pk_to_id]
     principals = [
-        (pk_to_id[pk], pid, kind, success, score, _json_dict(metrics))
-        for pk, pid, kind, success, score, metrics in conn.execute(
-            select(Principal.run_pk, Principal.principal_id, Principal.kind, Principal.success,
-                   Principal.score, type_coerce(Principal.metrics, String))
-            .order_by(Principal.run_pk, Principal.position))
-        if pk in pk_to_id
+        (pk_to_id[pk], pid, kind, _flag(success), score, metrics)
+        for (pk, pid, kind, success, score, _), metrics in zip(p_rows, _json_dicts([r[5] for r in p_rows]))
     ]
     agents = [
         (pk_to_id[pk], aid, pid, role, model, harness)
-        for pk, aid, pid, role, model, harness in conn.execute(
+        for pk, aid, pid, role, model, harness in fetch_rows(session, (
             select(Agent.run_pk, Agent.agent_id, Agent.principal_id, Agent.role, Agent.model, Agent.harness)
-            .order_by(Agent.run_pk, Agent.position))
+            .order_by(Agent.run_pk, Agent.position)))
         if pk in pk_to_id and pid is not None
     ]
     labels, submissions, gold_runs = (
