@@ -387,3 +387,42 @@ def test_two_processes_writing_at_once_lose_no_bump(corpus, engine):
         assert int(data_version(s)) == v0 + 2 * n  # one bump per committed transaction, none lost
         assert s.exec(text("SELECT count(*) FROM label")).one()[0] == labels0 + 2 * n
     assert _fresh_agreement(engine).state == "stale"
+
+
+# the migration, both ways ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
+def test_the_migration_upgrades_and_downgrades(backend, tmp_path):
+    from alembic import command
+
+    from app.core.migrate import alembic_config, upgrade
+    from tests.conftest import _create_pg_database, _drop_pg_database
+
+    name, url = (None, f"sqlite:///{tmp_path / 'm.db'}") if backend == "sqlite" else _create_pg_database()
+    engine = make_engine(url)
+    try:
+        upgrade(url)
+        assert set(_triggers(engine)) == set(RESULT_TABLES)
+        with engine.begin() as c:
+            c.execute(text("INSERT INTO stored_result (kind, key, params, data_version, updated_at) "
+                           "VALUES ('agreement', 'k', '{}', '7', '2026-01-01')"))
+            c.execute(text("INSERT INTO user_account (username, role, kind, is_active, created_at, session_generation) "
+                           "VALUES ('x', 'annotator', 'human', true, '2026-01-01', 0)"))
+        with Session(engine) as s:
+            assert data_version(s) == "1"
+        command.downgrade(alembic_config(url), "0014_results")
+        assert _triggers(engine) == {}
+        with engine.begin() as c:  # writes work without the counter
+            c.execute(text("UPDATE user_account SET kind = 'judge'"))
+            assert "data_version" not in {r[0] for r in c.execute(text(
+                "SELECT name FROM sqlite_master" if backend == "sqlite" else
+                "SELECT tablename FROM pg_tables WHERE schemaname = 'public'"))}
+        upgrade(url)
+        assert set(_triggers(engine)) == set(RESULT_TABLES)
+        with engine.connect() as c:  # a result stored before is stale, not matched by a restarted count
+            assert c.execute(text("SELECT data_version FROM stored_result")).scalar() is None
+    finally:
+        engine.dispose()
+        if name is not None:
+            _drop_pg_database(name)
