@@ -4,7 +4,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import JSON, Column, UniqueConstraint
+from sqlalchemy import JSON, BigInteger, Column, UniqueConstraint
 from sqlmodel import Field, SQLModel
 
 from app.runs.models import utcnow
@@ -23,7 +23,8 @@ class StoredResult(SQLModel, table=True):
     #: sha256 of the canonical JSON of the parameters (every request parameter, a study included)
     key: str = Field(max_length=64)
     params: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
-    #: sha256 of the data fingerprint the payload was computed from (null while never computed)
+    #: the data version the payload was computed from (`app.results.service.data_version`; null
+    #: while never computed, and after a migration that changes how versions are counted)
     data_version: str | None = Field(default=None, max_length=64)
     payload: Any = Field(default=None, sa_column=Column(JSON, nullable=True))
     computed_at: datetime | None = None
@@ -32,3 +33,16 @@ class StoredResult(SQLModel, table=True):
     #: the recompute job last enqueued for these parameters (not repeated while it is queued or running)
     job_id: str | None = Field(default=None, max_length=32)
     updated_at: datetime = Field(default_factory=utcnow)
+
+
+class DataVersion(SQLModel, table=True):
+    """The data version is the sum of ``version`` over these rows, bumped by database triggers
+    (migration 0015_data_version) in the transaction of every write to the tables the results read
+    (`app.results.service.RESULT_TABLES`), whichever process or statement (COPY included) makes it.
+    PostgreSQL spreads the bumps over 16 rows (by connection) so concurrent writers rarely wait for
+    one row lock; SQLite bumps row 0. Nothing in the app writes these rows itself."""
+
+    __tablename__ = "data_version"
+
+    slot: int = Field(primary_key=True, sa_column_kwargs={"autoincrement": False})
+    version: int = Field(default=0, sa_column=Column(BigInteger, nullable=False, server_default="0"))

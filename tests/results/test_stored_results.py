@@ -205,14 +205,14 @@ def test_two_requests_enqueuing_at_once_take_turns(two_apps, engine, queue_witho
     monkeypatch.setenv("RESULTS_WAIT_SECONDS", "0")
     get_settings.cache_clear()
     both_read = threading.Barrier(2, timeout=20)
-    fingerprint = results._fingerprint
+    current_version = results._current_version
 
     def read_then_wait(session):
-        got = fingerprint(session)
+        got = current_version(session)
         both_read.wait()  # each request holds its read of the data version when the other writes
         return got
 
-    monkeypatch.setattr(results, "_fingerprint", read_then_wait)
+    monkeypatch.setattr(results, "_current_version", read_then_wait)
     answers: dict[str, object] = {}
 
     def ask(name, client):

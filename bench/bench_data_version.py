@@ -1,0 +1,192 @@
+"""A cached GET of agreement at a small and a large label count, with the data version read from
+the trigger-kept counter (migration 0015_data_version) and, in the same process on the same
+database, with the ten-table fingerprint it replaced (the function below, as it was in
+app/results/service.py before; patched in for the "fingerprint" rows).
+
+Each database gets ``n_runs`` runs (the loader), three annotators' submitted annotations on every
+run and labels spread over them, added with one INSERT ... SELECT; the agreement is computed once
+(stored), then ``GET /api/v1/agreement`` is asked ``BENCH_REPEAT`` (default 30) times per variant,
+the variants taking turns, and the median reported. Not part of the suite:
+``python -m bench.bench_data_version [sqlite|postgresql ...]``.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+from sqlalchemy import case, func, select, text
+
+#: (runs, labels) of the two sizes
+SIZES = tuple(tuple(int(x) for x in p.split(":")) for p in os.environ.get("BENCH_DV_SIZES", "500:10000,5000:500000").split(","))
+PARAMS = {"n_boot": 10, "seed": 1}
+
+
+def old_fingerprint(session) -> str:
+    """The data version before 0015: the ten-table fingerprint (app/results/service._fingerprint)."""
+    from app.annotations.models import Annotation, GoldLabel, GoldRun, Label
+    from app.auth.models import User
+    from app.runs.models import Agent, Principal, Run, Scenario
+    from app.taxonomies.models import Taxonomy
+
+    counted = (Annotation, Label, GoldRun, GoldLabel, Run, Agent, Principal, User, Taxonomy, Scenario)
+    cols = []
+    for t in counted:
+        cols += [select(func.count()).select_from(t).scalar_subquery(), select(func.max(t.id)).scalar_subquery()]
+    cols += [select(func.max(Annotation.updated_at)).scalar_subquery(),
+             select(func.max(GoldRun.updated_at)).scalar_subquery(),
+             select(func.max(Run.imported_at)).scalar_subquery(),
+             select(func.coalesce(func.sum(Annotation.version), 0)).scalar_subquery(),
+             select(func.coalesce(func.sum(GoldLabel.version), 0)).scalar_subquery(),
+             select(func.coalesce(func.sum(case((GoldLabel.accepted, 1), else_=0)), 0)).scalar_subquery(),
+             select(func.coalesce(func.sum(case((User.kind == "judge", 1), else_=0)), 0)).scalar_subquery()]
+    row = session.execute(select(*cols)).one()
+    return hashlib.sha256("|".join(str(v) for v in row).encode()).hexdigest()
+
+
+def raw_run(run_id: str) -> dict:
+    """A small canonical run: two principals, agents buyer_agent / seller_agent, five events."""
+    return {"run_id": run_id, "status": "completed",
+            "scenario": {"id": "commerce/s1", "family": "commerce", "alignment": "competitive", "title": "A deal"},
+            "principals": [{"id": "buyer", "outcome": {"success": False, "score": 0.2}},
+                           {"id": "seller", "outcome": {"success": True, "score": 0.9}}],
+            "agents": [{"id": "buyer_agent", "principal": "buyer", "model": "m-a", "harness": "h1"},
+                       {"id": "seller_agent", "principal": "seller", "model": "m-b", "harness": "h1"}],
+            "events": [{"seq": i, "kind": "message", "actor": "buyer_agent", "recipients": ["seller_agent"],
+                        "visibility": "shared", "content": f"message {i}"} for i in range(5)]}
+
+
+def build(url: str, n_runs: int, n_labels: int) -> None:
+    from sqlmodel import Session
+
+    from app.auth.service import create_user
+    from app.core.config import get_settings
+    from app.core.db import make_engine
+    from app.core.migrate import upgrade
+    from app.ingest.canonical import normalize_run
+    from app.ingest.items import ImportItem
+    from app.ingest.loader import load_items
+    from app.taxonomies.service import latest, sync_builtin
+
+    upgrade(url)
+    engine = make_engine(url)
+    with Session(engine) as s:
+        sync_builtin(s, get_settings().taxonomy_dir)
+        for name in ("a", "b", "c"):
+            create_user(s, name, "annotator")
+        create_user(s, "rev", "reviewer")
+        s.commit()
+        tax = latest(s, "a2-failures").id
+    load_items(engine, (ImportItem(run=normalize_run(raw_run(f"r{i:06d}"))) for i in range(n_runs)),
+               batch_size=500)
+    now = "'2026-01-01 00:00:00'"
+    with engine.begin() as c:
+        c.execute(text(
+            "INSERT INTO annotation (run_pk, user_id, taxonomy_pk, status, no_failure, origin, time_ms, started_at, "
+            "updated_at, submitted_at, version) "
+            f"SELECT r.id, u.id, {tax}, 'submitted', false, 'human', 0, {now}, {now}, {now}, 1 "
+            "FROM run r, user_account u WHERE u.username IN ('a', 'b', 'c')"))
+        n_ann = c.execute(text("SELECT count(*) FROM annotation")).scalar()
+        first = c.execute(text("SELECT min(id) FROM annotation")).scalar()
+        series = ("generate_series(0, :n - 1) AS g(i)" if engine.dialect.name == "postgresql" else
+                  "(WITH RECURSIVE k(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM k WHERE i < :n - 1) SELECT i FROM k) g")
+        c.execute(text(
+            "INSERT INTO label (annotation_id, mode, agent, principals, evidence, time_ms, created_at) "
+            f"SELECT :first + (g.i % :n_ann), CASE WHEN g.i % 3 = 0 THEN 'CF1' ELSE 'GR1' END, "
+            f"CASE WHEN g.i % 2 = 0 THEN 'buyer_agent' ELSE 'seller_agent' END, '[]', '[1]', 0, {now} FROM {series}"),
+            {"first": first, "n_ann": n_ann, "n": n_labels})
+    engine.dispose()
+
+
+def measure(url: str, repeat: int) -> dict[str, float]:
+    from fastapi.testclient import TestClient
+    from sqlmodel import Session
+
+    from app.auth.service import create_token, get_user
+    from app.core.db import make_engine
+    from app.main import create_app
+    from app.results import service as results
+
+    engine = make_engine(url)
+    with Session(engine) as s:
+        tok = create_token(s, get_user(s, "rev"))
+        s.commit()
+    client = TestClient(create_app(engine))
+    headers = {"Authorization": f"Bearer {tok}"}
+    new = results._current_version
+    t = time.perf_counter()
+    first = client.get("/api/v1/agreement", params=PARAMS, headers=headers)
+    first_s = time.perf_counter() - t
+    assert first.status_code == 200 and first.json()["stale"] is False, first.text
+    times: dict[str, list[float]] = {"counter": [], "fingerprint": []}
+    computed = results.COMPUTATIONS["agreement"]
+    try:
+        for _ in range(repeat):
+            for name in ("counter", "fingerprint"):
+                # "fingerprint": the old scan, then the counter's one-row read so that the stored
+                # result still matches (the old code compared the scan's hash instead)
+                results._current_version = new if name == "counter" else (lambda s: (old_fingerprint(s), new(s))[1])
+                t = time.perf_counter()
+                r = client.get("/api/v1/agreement", params=PARAMS, headers=headers)
+                times[name].append(time.perf_counter() - t)
+                assert r.status_code == 200 and r.json()["stale"] is False
+    finally:
+        results._current_version = new
+    assert results.COMPUTATIONS["agreement"] == computed  # every GET was served from the store
+    with Session(engine) as s:
+        t = time.perf_counter()
+        for _ in range(repeat):
+            new(s)
+            s.commit()
+        read_new = (time.perf_counter() - t) / repeat
+        t = time.perf_counter()
+        for _ in range(repeat):
+            old_fingerprint(s)
+            s.commit()
+        read_old = (time.perf_counter() - t) / repeat
+    engine.dispose()
+    return {"first_s": first_s, "counter": statistics.median(times["counter"]),
+            "fingerprint": statistics.median(times["fingerprint"]), "read_new": read_new, "read_old": read_old}
+
+
+def main(backends: list[str]) -> None:
+    from bench.common import PgDatabase
+
+    os.environ.setdefault("JOBS_BROKER", "immediate")
+    os.environ.setdefault("RESULTS_INLINE_ROWS", str(10**9))
+    repeat = int(os.environ.get("BENCH_REPEAT", 30))
+    work = Path(os.environ.get("BENCH_DIR", "/tmp/bench-data-version"))
+    work.mkdir(parents=True, exist_ok=True)
+    print("| database | runs | labels | cached GET, counter | cached GET, fingerprint | ratio | version read: "
+          "counter / fingerprint |")
+    print("|---|---|---|---|---|---|---|")
+    for backend in backends:
+        for n_runs, n_labels in SIZES:
+            pg = None
+            if backend == "sqlite":
+                path = work / f"dv-{n_runs}.db"
+                for suffix in ("", "-wal", "-shm"):
+                    Path(f"{path}{suffix}").unlink(missing_ok=True)
+                url = f"sqlite:///{path}"
+            else:
+                pg = PgDatabase()
+                url = pg.url
+            try:
+                t = time.perf_counter()
+                build(url, n_runs, n_labels)
+                built = time.perf_counter() - t
+                m = measure(url, repeat)
+            finally:
+                if pg is not None:
+                    pg.drop()
+            print(f"| {backend} | {n_runs:,} | {n_labels:,} | {m['counter'] * 1000:.1f} ms | "
+                  f"{m['fingerprint'] * 1000:.1f} ms | {m['fingerprint'] / m['counter']:.2f}x | "
+                  f"{m['read_new'] * 1000:.2f} ms / {m['read_old'] * 1000:.1f} ms |"
+                  f"  (built in {built:.0f} s, first GET {m['first_s']:.1f} s)", flush=True)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:] or ["sqlite", "postgresql"])

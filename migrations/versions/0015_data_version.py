@@ -1,0 +1,92 @@
+"""data version: a counter bumped by database triggers on every write to the tables the stored
+results read (app.results.service.RESULT_TABLES), so a cached GET reads one small table instead of
+scanning those ten
+
+Revision ID: 0015_data_version
+Revises: 0014_results
+
+The counter is the sum of ``data_version.version`` over its rows. PostgreSQL: one AFTER ... FOR
+EACH STATEMENT trigger per table (COPY and multi-row INSERTs fire it once, TRUNCATE too) bumps the
+row ``pg_backend_pid() % 16`` once per transaction (a transaction-local setting remembers it;
+a rolled-back savepoint forgets it with its bump), so concurrent writers on different connections
+rarely wait for the same row lock. SQLite (row triggers only; its writers take turns anyway): each
+written row bumps row 0. The bump is in the writer's transaction, so it is visible exactly when its
+data are, to every process.
+
+The table list and the user columns are frozen here as they were at this revision: a later change
+to what the results read changes them in a migration of its own.
+"""
+import sqlalchemy as sa
+from alembic import op
+
+revision = "0015_data_version"
+down_revision = "0014_results"
+branch_labels = None
+depends_on = None
+
+#: the tables the stored results read (app.results.service.RESULT_TABLES at this revision)
+TABLES = ("run", "scenario", "principal", "agent", "user_account", "taxonomy", "annotation", "label",
+          "gold_run", "gold_label", "study")
+#: of user_account only these columns are read (a login, logout or password change bumps nothing)
+USER_COLUMNS = ("id", "username", "kind", "source_name")
+SLOTS = 16
+FUNCTION = "a2a_bump_data_version"
+SETTING = "a2a.data_version_bumped"
+
+
+def _pg_upgrade() -> None:
+    op.execute(f"""
+CREATE OR REPLACE FUNCTION {FUNCTION}() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF current_setting('{SETTING}', true) IS DISTINCT FROM 'on' THEN
+        INSERT INTO data_version (slot, version) VALUES (pg_backend_pid() % {SLOTS}, 1)
+            ON CONFLICT (slot) DO UPDATE SET version = data_version.version + 1;
+        PERFORM set_config('{SETTING}', 'on', true);
+    END IF;
+    RETURN NULL;
+END
+$$""")
+    for t in TABLES:
+        update = f"UPDATE OF {', '.join(USER_COLUMNS)}" if t == "user_account" else "UPDATE"
+        op.execute(f'CREATE TRIGGER a2a_data_version AFTER INSERT OR {update} OR DELETE OR TRUNCATE ON "{t}" '
+                   f"FOR EACH STATEMENT EXECUTE FUNCTION {FUNCTION}()")
+
+
+def _sqlite_upgrade() -> None:
+    bump = ("INSERT INTO data_version (slot, version) VALUES (0, 1) "
+            "ON CONFLICT (slot) DO UPDATE SET version = version + 1;")
+    for t in TABLES:
+        for event in ("INSERT", "UPDATE", "DELETE"):
+            on = f"UPDATE OF {', '.join(USER_COLUMNS)}" if (t, event) == ("user_account", "UPDATE") else event
+            op.execute(f'CREATE TRIGGER a2a_data_version_{t}_{event.lower()} AFTER {on} ON "{t}" '
+                       f"BEGIN {bump} END")
+
+
+def upgrade() -> None:
+    op.create_table(
+        "data_version",
+        sa.Column("slot", sa.Integer(), primary_key=True, autoincrement=False),
+        sa.Column("version", sa.BigInteger(), nullable=False, server_default="0"),
+    )
+    op.bulk_insert(sa.table("data_version", sa.column("slot", sa.Integer()), sa.column("version", sa.BigInteger())),
+                   [{"slot": i, "version": 0} for i in range(SLOTS)])
+    if op.get_bind().dialect.name == "postgresql":
+        _pg_upgrade()
+    else:
+        _sqlite_upgrade()
+    # results stored under the fingerprint's versions (or under a counter before a downgrade) are
+    # served stale once and recomputed
+    op.execute("UPDATE stored_result SET data_version = NULL")
+
+
+def downgrade() -> None:
+    if op.get_bind().dialect.name == "postgresql":
+        for t in TABLES:
+            op.execute(f'DROP TRIGGER IF EXISTS a2a_data_version ON "{t}"')
+        op.execute(f"DROP FUNCTION IF EXISTS {FUNCTION}()")
+    else:
+        for t in TABLES:
+            for event in ("insert", "update", "delete"):
+                op.execute(f"DROP TRIGGER IF EXISTS a2a_data_version_{t}_{event}")
+    op.drop_table("data_version")
+    op.execute("UPDATE stored_result SET data_version = NULL")
