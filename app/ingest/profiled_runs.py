@@ -27,7 +27,7 @@ from app.ingest.canonical import Location, RunFormatError
 from app.ingest.items import ImportItem, error_item
 from app.ingest.profile import Profile, compile_path, dotted_pop, is_plain_path, key_candidates, root_key
 from app.ingest.profiled import _LIST_KEYS, ProfiledRun, Unreadable, load_taxonomy, read_records
-from app.ingest.readers.tree import link_out_of_tree, load_doc
+from app.ingest.readers.tree import link_out_of_tree, load_doc, read_loose, walk_tree
 
 
 def _search(path: str, doc: Any) -> Any:
@@ -349,31 +349,17 @@ def iter_runs_tree(root: Path, profile: Profile, shown_root: str,
     reported unused."""
     joined_files = {j["file"] for j in ((profile.get("runs") or {}).get("join") or {}).values() if j.get("file")}
     found = 0
-    for dirpath, dirnames, filenames in os.walk(root):
-        dirnames.sort()
-        here = Path(dirpath)
-        unused: list[str] = []
-        for fn in sorted(filenames):
-            p = here / fn
-            rel = p.relative_to(root).as_posix()
-            shown = f"{shown_root.rstrip('/')}/{rel}"
-            if link_out_of_tree(p, root):
-                unused.append(f"{shown} (symbolic link out of the tree: not followed)")
-                continue
-            if rel in joined_files:
-                continue
-            if holds_runs(profile, rel):
-                found += 1
-                yield from iter_runs_file(profile, p, shown, root, shown_root)
-                continue
-            items = loose(p, shown) if loose is not None else None
-            if items is None:
-                unused.append(shown)
-            else:
-                yield from items
-        if unused:
-            rel_dir = here.relative_to(root).as_posix()
-            yield ImportItem(source=f"{shown_root.rstrip('/')}/{rel_dir}", unused_files=unused)
+
+    def claim(path: Path, rel: str, shown: str) -> Iterator[ImportItem] | None:
+        nonlocal found
+        if not holds_runs(profile, rel):
+            return None
+        found += 1
+        return iter_runs_file(profile, path, shown, root, shown_root)
+
+    for here, dirnames, filenames in walk_tree(root):
+        yield from read_loose(root, here, dirnames, filenames, shown_root, loose,
+                              skip=lambda rel, _fn: rel in joined_files, claim=claim)
     if not found:
         yield error_item(shown_root, f"profile {profile.name!r}: no file of the tree matches runs.files "
                          f"{runs_globs(profile)}")
