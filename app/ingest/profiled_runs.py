@@ -20,7 +20,7 @@ import copy
 import fnmatch
 import os
 from collections.abc import Iterator
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from app.ingest.canonical import Location, RunFormatError
@@ -71,7 +71,12 @@ class RecordRun(ProfiledRun):
         runs = profile.get("runs") or {}
         self.parts: dict[str, str] = dict(runs.get("parts") or {})
         super().__init__(profile, root, file, shown_root, {}, taxonomy)
+        # the file's name as the user knows it (an upload's client file name, not the name it has on
+        # disk), so that run ids and `path` fields come out the same from the CLI and over REST
+        self.file_name = PurePosixPath(shown_file.replace("\\", "/")).name or file.name
         rel = file.relative_to(root).as_posix() if file != root else file.name
+        if self.file_name != file.name and rel.endswith(file.name):
+            rel = rel[: -len(file.name)] + self.file_name
         self.file_rel = rel
         self.rel_dir = f"{rel}/{index}" if index is not None else rel
         self.shown_dir = str(loc) if index is not None else shown_file
@@ -170,12 +175,12 @@ class RecordRun(ProfiledRun):
         return []
 
     def path_fields(self) -> dict[str, Any] | None:
-        stem = self.file.name.rsplit(".", 1)[0] if "." in self.file.name else self.file.name
+        stem = self.file_name.rsplit(".", 1)[0] if "." in self.file_name else self.file_name
         fields: dict[str, Any] = {}
         if self.p.get("path"):
             from app.ingest.profiled import parse_path
 
-            rel = self.file_rel.rsplit(".", 1)[0] if "." in self.file.name else self.file_rel
+            rel = self.file_rel.rsplit(".", 1)[0] if "." in self.file_name else self.file_rel
             fields = parse_path(self.p.get("path"), rel)
             if fields is None:
                 return None
@@ -186,7 +191,7 @@ class RecordRun(ProfiledRun):
         return fields
 
     def default_run_id(self) -> str | None:
-        stem = self.file.name.rsplit(".", 1)[0] if "." in self.file.name else self.file.name
+        stem = self.file_name.rsplit(".", 1)[0] if "." in self.file_name else self.file_name
         return f"{stem}/{self.index}" if self.index is not None else stem
 
     def source_doc(self) -> dict:
