@@ -18,7 +18,7 @@ import shutil
 import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated
 
@@ -69,13 +69,16 @@ UploadReviewer = Annotated[User, Depends(_reviewer)]
 @dataclass
 class Upload:
     """An upload on disk: `path` (named so its ending tells the parsers the format), the
-    client's `filename` and `content_type`, and its `size` in bytes. `close()` removes it."""
+    client's `filename` and `content_type`, and its `size` in bytes; `fields`: the other fields
+    of a multipart upload (name -> bytes, each at most MAX_FIELD_BYTES; the first of a name).
+    `close()` removes it."""
 
     path: Path
     filename: str
     content_type: str
     size: int
     folder: Path
+    fields: dict[str, bytes] = field(default_factory=dict)
 
     def close(self) -> None:
         shutil.rmtree(self.folder, ignore_errors=True)
@@ -173,9 +176,10 @@ async def receive_upload(request: Request, body_filename: Callable[[str], str], 
     folder = Path(tempfile.mkdtemp(prefix="upload-", dir=process_dir()))
     target = folder / "body"
     writer = _Writer(target)
+    fields: dict[str, bytes] = {}
     try:
         if ctype == "multipart/form-data":
-            filename, part_type = await _read_multipart(request, body, writer)
+            filename, part_type = await _read_multipart(request, body, writer, fields)
         else:
             filename, part_type = body_filename(ctype), ctype
             async for chunk in body:
@@ -192,7 +196,7 @@ async def receive_upload(request: Request, body_filename: Callable[[str], str], 
             filename = Path(filename).stem + ".zip"
         final = folder / ("upload" + suffix)
         target.rename(final)
-        return Upload(final, filename, part_type, writer.size, folder)
+        return Upload(final, filename, part_type, writer.size, folder, fields)
     except BaseException:
         writer.f.close()
         shutil.rmtree(folder, ignore_errors=True)
@@ -207,16 +211,21 @@ def _has_content(path: Path) -> bool:
     return False
 
 
-async def _read_multipart(request: Request, body: _Body, writer: _Writer) -> tuple[str, str]:
+async def _read_multipart(request: Request, body: _Body, writer: _Writer,
+                          fields: dict[str, bytes] | None = None) -> tuple[str, str]:
+    """The field `file` goes to `writer`; the other fields (at most MAX_FIELD_BYTES each) into
+    `fields` (the first of each name). Returns the file's (filename, content type)."""
     _, params = parse_options_header(request.headers.get("content-type", ""))
     boundary = params.get(b"boundary")
     if not boundary:
         raise HTTPException(422, "file: multipart upload without a boundary")
     state = {"headers": [], "hname": b"", "hvalue": b"", "is_file": False, "field": None, "fsize": 0,
-             "seen": False, "filename": "upload", "ctype": ""}
+             "seen": False, "filename": "upload", "ctype": "", "value": []}
+    if fields is None:
+        fields = {}
 
     def on_part_begin():
-        state.update(headers=[], is_file=False, field=None, fsize=0)
+        state.update(headers=[], is_file=False, field=None, fsize=0, value=[])
 
     def on_header_field(data, start, end):
         state["hname"] += data[start:end]
@@ -237,6 +246,8 @@ async def _read_multipart(request: Request, body: _Body, writer: _Writer) -> tup
             state["seen"] = True
             state["filename"] = opts.get(b"filename", b"upload").decode("utf-8", "replace") or "upload"
             state["ctype"] = headers.get(b"content-type", b"").decode("latin-1").split(";")[0].strip().lower()
+        elif name and name != "file" and name not in fields:
+            state["field"] = name
 
     def on_part_data(data, start, end):
         if state["is_file"]:
@@ -245,10 +256,17 @@ async def _read_multipart(request: Request, body: _Body, writer: _Writer) -> tup
             state["fsize"] += end - start
             if state["fsize"] > MAX_FIELD_BYTES:
                 raise HTTPException(413, f"a multipart field other than 'file' is larger than {MAX_FIELD_BYTES} bytes")
+            if state["field"] is not None:
+                state["value"].append(bytes(data[start:end]))
+
+    def on_part_end():
+        if state["field"] is not None:
+            fields[state["field"]] = b"".join(state["value"])
 
     parser = MultipartParser(boundary, {
         "on_part_begin": on_part_begin, "on_header_field": on_header_field, "on_header_value": on_header_value,
-        "on_header_end": on_header_end, "on_headers_finished": on_headers_finished, "on_part_data": on_part_data})
+        "on_header_end": on_header_end, "on_headers_finished": on_headers_finished, "on_part_data": on_part_data,
+        "on_part_end": on_part_end})
     try:
         async for chunk in body:
             parser.write(chunk)
@@ -263,15 +281,16 @@ async def _read_multipart(request: Request, body: _Body, writer: _Writer) -> tup
     return state["filename"], state["ctype"]
 
 
-def upload_request_body(raw: dict[str, str], description: str) -> dict:
+def upload_request_body(raw: dict[str, str], description: str, fields: dict[str, str] | None = None) -> dict:
     """Returns the OpenAPI `requestBody` of an upload route (the route reads the raw request, so
     FastAPI cannot infer it): each raw content type in `raw` (type -> description) plus a multipart
-    form with the field `file`."""
+    form with the field `file` and the optional text `fields` (name -> description)."""
     # raw bytes of a file (`format: binary`): any bytes are a valid body, whatever is wrong inside is
     # reported in the answer (`errors`), so no body is "schema-violating" yet accepted
     content: dict[str, dict] = {ct: {"schema": {"type": "string", "format": "binary", "description": d}}
                                 for ct, d in raw.items()}
     content["multipart/form-data"] = {"schema": {
         "type": "object", "required": ["file"],
-        "properties": {"file": {"type": "string", "format": "binary", "description": "the file to import"}}}}
+        "properties": {"file": {"type": "string", "format": "binary", "description": "the file to import"},
+                       **{name: {"type": "string", "description": d} for name, d in (fields or {}).items()}}}}
     return {"required": True, "description": description, "content": content}

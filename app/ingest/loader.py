@@ -691,9 +691,12 @@ def store_live_run(session: Session, run: dict[str, Any], *, source: str | None 
 
 
 def import_upload(engine: Engine, path: str, filename: str, replace: bool = False,
-                  strict: bool = False, budget: Any = None, *, job: Any = None) -> ImportSummary:
+                  strict: bool = False, budget: Any = None, *, job: Any = None,
+                  profile: Any = None) -> ImportSummary:
     """Import an upload already on disk at `path` (its name's ending tells the format, as
     `app.api.uploads.receive_upload` writes it); errors name the client's `filename`.
+    `profile` (a built-in name or a profile document, see `app.ingest.profile.upload_profile`)
+    reads it as `import --profile` does: trees, zips and files holding runs.
     `budget` (an `app.ingest.budget.ImportBudget`: records, CPU seconds, cancellation) bounds the
     whole import; its CPU clock starts here, in the thread that reads and stores. `job` (an
     `app.jobs.service.JobContext`) is checked before each run is read and told the progress."""
@@ -704,7 +707,7 @@ def import_upload(engine: Engine, path: str, filename: str, replace: bool = Fals
     spend.start_clock()
     progress = None
     with budget_mod.use(spend):
-        items: Iterable[Any] = iter_path(path, display=filename)
+        items: Iterable[Any] = iter_path(path, display=filename, profile=profile)
         if job is not None:
             items = job.checked(iter(items))
 

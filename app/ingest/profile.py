@@ -416,6 +416,38 @@ def load_profile(source: str | os.PathLike | dict | Profile) -> Profile:
     return Profile(spec=data, path=path)
 
 
+def upload_profile(name: str | None = None, text: str | bytes | None = None) -> str | dict | None:
+    """The profile an upload names: a built-in profile's `name` (never a file path: an upload
+    must not read the server's files) or the `text` of a profile YAML sent with it. Validated as
+    `load_profile` validates (ProfileError names every bad key); returns what an import job takes
+    as its ``profile`` (the name, or the validated document), None when neither is given."""
+    if name and text:
+        raise ProfileError("profile: give a built-in profile's name or a profile document, not both")
+    if name:
+        if name not in builtin_profile_names():
+            raise ProfileError(f"profile {name!r}: no built-in profile of that name (built-in profiles: "
+                               f"{', '.join(builtin_profile_names())}; send your own as the multipart field "
+                               "'profile')")
+        load_profile(name)
+        return name
+    if text is None:
+        return None
+    if isinstance(text, bytes):
+        try:
+            text = text.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise ProfileError(f"profile: cannot read it: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    try:  # within the limits (aliases, nesting, size, number of values), as a profile file is read
+        data = safeyaml.load(text, max_nodes=safeyaml.MAX_CONFIG_NODES)
+    except yaml.YAMLError as exc:  # a syntax error or an input limit
+        raise ProfileError(f"profile: cannot read it: {exc}") from None
+    if not isinstance(data, dict):
+        raise ProfileError(f"profile: a profile is a YAML mapping (profile: 1, name: ...), not "
+                           f"{type(data).__name__}")
+    load_profile(data)  # every bad key named
+    return data
+
+
 def dump_profile(profile: Profile | dict, header: str = "") -> str:
     """YAML text of a profile (with `header` as leading comment lines)."""
     spec = profile.spec if isinstance(profile, Profile) else profile

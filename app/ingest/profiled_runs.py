@@ -20,14 +20,14 @@ import copy
 import fnmatch
 import os
 from collections.abc import Iterator
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from app.ingest.canonical import Location, RunFormatError
 from app.ingest.items import ImportItem, error_item
 from app.ingest.profile import Profile, compile_path, dotted_pop, is_plain_path, key_candidates, root_key
 from app.ingest.profiled import _LIST_KEYS, ProfiledRun, Unreadable, load_taxonomy, read_records
-from app.ingest.readers.tree import link_out_of_tree, load_doc
+from app.ingest.readers.tree import link_out_of_tree, load_doc, read_loose, walk_tree
 
 
 def _search(path: str, doc: Any) -> Any:
@@ -71,7 +71,12 @@ class RecordRun(ProfiledRun):
         runs = profile.get("runs") or {}
         self.parts: dict[str, str] = dict(runs.get("parts") or {})
         super().__init__(profile, root, file, shown_root, {}, taxonomy)
+        # the file's name as the user knows it (an upload's client file name, not the name it has on
+        # disk), so that run ids and `path` fields come out the same from the CLI and over REST
+        self.file_name = PurePosixPath(shown_file.replace("\\", "/")).name or file.name
         rel = file.relative_to(root).as_posix() if file != root else file.name
+        if self.file_name != file.name and rel.endswith(file.name):
+            rel = rel[: -len(file.name)] + self.file_name
         self.file_rel = rel
         self.rel_dir = f"{rel}/{index}" if index is not None else rel
         self.shown_dir = str(loc) if index is not None else shown_file
@@ -170,12 +175,12 @@ class RecordRun(ProfiledRun):
         return []
 
     def path_fields(self) -> dict[str, Any] | None:
-        stem = self.file.name.rsplit(".", 1)[0] if "." in self.file.name else self.file.name
+        stem = self.file_name.rsplit(".", 1)[0] if "." in self.file_name else self.file_name
         fields: dict[str, Any] = {}
         if self.p.get("path"):
             from app.ingest.profiled import parse_path
 
-            rel = self.file_rel.rsplit(".", 1)[0] if "." in self.file.name else self.file_rel
+            rel = self.file_rel.rsplit(".", 1)[0] if "." in self.file_name else self.file_rel
             fields = parse_path(self.p.get("path"), rel)
             if fields is None:
                 return None
@@ -186,7 +191,7 @@ class RecordRun(ProfiledRun):
         return fields
 
     def default_run_id(self) -> str | None:
-        stem = self.file.name.rsplit(".", 1)[0] if "." in self.file.name else self.file.name
+        stem = self.file_name.rsplit(".", 1)[0] if "." in self.file_name else self.file_name
         return f"{stem}/{self.index}" if self.index is not None else stem
 
     def source_doc(self) -> dict:
@@ -349,31 +354,17 @@ def iter_runs_tree(root: Path, profile: Profile, shown_root: str,
     reported unused."""
     joined_files = {j["file"] for j in ((profile.get("runs") or {}).get("join") or {}).values() if j.get("file")}
     found = 0
-    for dirpath, dirnames, filenames in os.walk(root):
-        dirnames.sort()
-        here = Path(dirpath)
-        unused: list[str] = []
-        for fn in sorted(filenames):
-            p = here / fn
-            rel = p.relative_to(root).as_posix()
-            shown = f"{shown_root.rstrip('/')}/{rel}"
-            if link_out_of_tree(p, root):
-                unused.append(f"{shown} (symbolic link out of the tree: not followed)")
-                continue
-            if rel in joined_files:
-                continue
-            if holds_runs(profile, rel):
-                found += 1
-                yield from iter_runs_file(profile, p, shown, root, shown_root)
-                continue
-            items = loose(p, shown) if loose is not None else None
-            if items is None:
-                unused.append(shown)
-            else:
-                yield from items
-        if unused:
-            rel_dir = here.relative_to(root).as_posix()
-            yield ImportItem(source=f"{shown_root.rstrip('/')}/{rel_dir}", unused_files=unused)
+
+    def claim(path: Path, rel: str, shown: str) -> Iterator[ImportItem] | None:
+        nonlocal found
+        if not holds_runs(profile, rel):
+            return None
+        found += 1
+        return iter_runs_file(profile, path, shown, root, shown_root)
+
+    for here, dirnames, filenames in walk_tree(root):
+        yield from read_loose(root, here, dirnames, filenames, shown_root, loose,
+                              skip=lambda rel, _fn: rel in joined_files, claim=claim)
     if not found:
         yield error_item(shown_root, f"profile {profile.name!r}: no file of the tree matches runs.files "
                          f"{runs_globs(profile)}")

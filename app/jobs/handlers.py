@@ -58,7 +58,7 @@ def run_import(ctx: JobContext) -> dict[str, Any]:
 
     p = ctx.params
     summary = import_upload(ctx.engine, p["path"], p["filename"], bool(p.get("replace")), bool(p.get("strict")),
-                            job=ctx)
+                            job=ctx, profile=p.get("profile"))
     return summary.to_dict()
 
 

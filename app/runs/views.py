@@ -14,6 +14,7 @@ from app.annotations.http import JsonErrorRoute
 from app.api.deps import MAX_PAGE, ApiUser, SessionDep
 from app.api.uploads import UploadUser, receive_upload, upload_request_body
 from app.core.config import get_settings
+from app.ingest.profile import builtin_profile_names
 from app.jobs.models import FINAL
 from app.runs import service
 
@@ -77,7 +78,11 @@ def get_run(run_id: str, session: SessionDep, user: ApiUser) -> dict[str, Any]:
         "per-run directories). The field's datasets are recognised by their records' keys: MAST's MAD files "
         "(full or human-labelled) and Who&When records (one object, or an array); OTLP/JSON trace files by "
         "`resourceSpans`. Each run is stored atomically; a rejected run leaves nothing behind. "
-        "Query `replace=true` overwrites runs whose content changed. Directory trees (in a zip) are read "
+        "Query `replace=true` overwrites runs whose content changed. An import profile reads logs in "
+        "other shapes, as `a2annotate import --profile` does: query `profile=NAME` (a built-in profile) or "
+        "the multipart field `profile` (a profile's YAML, e.g. the one `a2annotate inspect --write-profile` "
+        "writes); a profile with a bad key answers 422 naming the key, before anything is stored. "
+        "Directory trees (in a zip) are read "
         "leniently: what does not map is kept and listed in `warnings`; `strict=true` rejects every run "
         "with a warning instead (each problem one entry of `errors`). Answers "
         "`{imported, unchanged, replaced, rejected, errors:[{location, message}], unused_files, "
@@ -91,18 +96,29 @@ def get_run(run_id: str, session: SessionDep, user: ApiUser) -> dict[str, Any]:
         {"application/json": "a JSON array of canonical runs (or one run object)",
          "application/x-ndjson": "JSON Lines: one canonical run a line"},
         "Runs to import: a JSON array, JSON Lines, or a multipart upload (field `file`: JSON, JSON Lines, "
-        "an A2A wire log or a zip).")},
+        "an A2A wire log or a zip; optional field `profile`: an import profile).",
+        {"profile": "an import profile (the YAML text `a2annotate inspect --write-profile` writes, at most "
+                    "64 KiB) to read `file` with, as `a2annotate import --profile FILE` does: a tree or zip in "
+                    "another layout, or a file holding several runs (`runs:`). Checked before anything is "
+                    "stored: a bad key answers 422 naming it"})},
     responses={202: {"description": "the import job is queued or running: follow `Location` "
                                     "(GET /api/v1/jobs/{id})"},
                400: {"description": "the client disconnected before the body was complete"},
                403: {"description": "requires role admin or reviewer"},
                408: {"description": "the body stalled (UPLOAD_IDLE_TIMEOUT) or took too long (UPLOAD_TOTAL_TIMEOUT)"},
                413: {"description": "upload larger than MAX_UPLOAD_BYTES (refused as soon as it is passed)"},
-               422: {"description": "empty body, a multipart upload without the field `file`, or the import job "
-                                    "failed within the wait (`detail` says why, `job` where it is)"}},
+               422: {"description": "empty body, a multipart upload without the field `file`, a profile that is "
+                                    "not valid (`detail` names the bad key), or the import job failed within "
+                                    "the wait (`detail` says why, `job` where it is)"}},
 )
 async def import_runs(request: Request, user: UploadUser, replace: bool = False,
-                      strict: bool = False) -> Any:
+                      strict: bool = False,
+                      profile: Annotated[str | None, Query(
+                          description="a built-in import profile's name ("
+                                      + ", ".join(f"`{n}`" for n in builtin_profile_names())
+                                      + "): the upload is read with it, as by `a2annotate import --profile "
+                                      "NAME`; your own profile (YAML) goes in the multipart field `profile`")]
+                      = None) -> Any:
     # UploadUser's database session is closed before the body is read; the body streams to a
     # temporary file (never held in memory) that is handed to an import job run by a worker.
     if user.role not in ("admin", "reviewer"):
@@ -114,11 +130,20 @@ async def import_runs(request: Request, user: UploadUser, replace: bool = False,
     with await receive_upload(
             request, lambda ct: "request-body.jsonl" if "ndjson" in ct or "jsonl" in ct else "request-body.json",
             "empty body: send a JSON array, JSON Lines or a file") as up:
+        # the profile is checked before anything is stored or queued: a bad key is named in a 422
+        from app.ingest.profile import ProfileError, upload_profile
+
+        try:
+            prof = upload_profile(profile, up.fields.get("profile"))
+        except ProfileError as exc:
+            raise HTTPException(422, str(exc)) from None
         job_id = jobs.new_id()
         folder = job_dir(job_id)
         path = await run_in_threadpool(up.hand_over, folder)
     params = {"path": str(path), "filename": up.filename, "replace": replace, "strict": strict,
               "folder": str(folder), "size": up.size}
+    if prof is not None:
+        params["profile"] = prof
     from app.jobs.queue import broker_url
 
     if broker_url() == "immediate":

@@ -160,6 +160,27 @@ def test_a_runs_profile_reads_a_zip_of_the_folder_too(tmp_path):
     assert len(runs) == 3 and not s.errors
 
 
+def test_a_runs_profile_does_not_follow_links_out_of_the_tree_and_names_them(tmp_path):
+    """The `runs:` walk is the tree reader's walk: a linked file or directory leading out of the tree
+    is never read (though its names match runs.files) and is listed unused, as for any tree."""
+    outside = tmp_path / "elsewhere"
+    (outside / "old").mkdir(parents=True)
+    stray = json.loads((fx.write_tau2_dir(tmp_path / "other") / "simulations" / "sim-a.json").read_text())
+    stray["id"] = "sim-secret"
+    (outside / "sim-secret.json").write_text(json.dumps(stray))
+    (outside / "old" / "sim-old.json").write_text(json.dumps({**stray, "id": "sim-old"}))
+    root = fx.write_tau2_dir(tmp_path / "desk_results")
+    (root / "simulations" / "sim-z.json").symlink_to(outside / "sim-secret.json")
+    (root / "simulations" / "old").symlink_to(outside / "old", target_is_directory=True)
+    (root / "simulations" / "sim-a-again.json").symlink_to(root / "simulations" / "sim-a.json")  # inside: read
+    runs, s = _read(root, _dir_profile(tmp_path))
+    assert sorted(r["run_id"] for r in runs) == ["sim-a", "sim-a", "sim-b", "sim-c"] and not s.errors
+    assert sorted(s.unused_files) == [
+        f"{root}/README.txt",
+        f"{root}/simulations/old (symbolic link out of the tree: not followed)",
+        f"{root}/simulations/sim-z.json (symbolic link out of the tree: not followed)"]
+
+
 def test_records_that_are_not_a_list_and_a_tree_without_matching_files_are_named(tmp_path):
     f = tmp_path / "r.json"
     f.write_text(json.dumps({"simulations": {"a": 1}}))

@@ -169,3 +169,99 @@ def test_an_audit_mode_in_no_taxonomy_is_named_in_the_summary(engine, tmp_path):
     path.write_text(json.dumps(run) + "\n")
     summary = import_paths(engine, [str(path)])
     assert summary.imported == 1 and summary.unknown_modes == {"MYSTERY9": 1}
+
+
+# --------------------------------------------------------------------------- a profile with a REST upload
+
+def _stored(engine, ids=None) -> dict:
+    from app.core.db import make_engine
+
+    eng = make_engine(engine) if isinstance(engine, str) else engine
+    try:
+        with Session(eng) as s:
+            rids = ids if ids is not None else [r for (r,) in s.execute(select(Run.run_id))]
+            return {rid: to_canonical(s, get_run(s, rid)) for rid in sorted(rids)}
+    finally:
+        if isinstance(engine, str):
+            eng.dispose()
+
+
+def _cli_import(tmp_path, *args) -> dict:
+    """The same file imported by the CLI (`a2annotate import ...`) into a database of its own."""
+    from tests.cli.test_cli import run_cli
+
+    db = f"sqlite:///{tmp_path / 'cli.db'}"
+    assert run_cli(["db", "upgrade"], db).returncode == 0
+    r = run_cli(["import", *args], db)
+    assert r.returncode == 0, r.stderr
+    return _stored(db)
+
+
+def test_rest_upload_with_its_profile_imports_the_same_runs_as_the_cli(client, engine, tmp_path):
+    """A tau-bench `historical_trajectories` file (several runs in one file) sent with the profile
+    that reads it (multipart field `profile`) gives the runs `a2annotate import --profile` gives."""
+    from tests.ingest import runs_fixtures as fx
+
+    data = json.dumps(fx.tau_bench_runs(), indent=1).encode()
+    f = tmp_path / "gpt-4o-ferry.json"
+    f.write_bytes(data)
+    # without an id rule the run ids come from the file name: the client's, as on the command line
+    profile = fx.TAU_BENCH_PROFILE.replace(
+        "    run_id: \"join('/', ['tau-bench', to_string(task_id), to_string(trial)])\"\n", "")
+    assert profile != fx.TAU_BENCH_PROFILE
+    (tmp_path / "tau.yaml").write_text(profile)
+    r = client.post("/api/v1/imports", params={"strict": "true"},
+                    files={"file": ("gpt-4o-ferry.json", data, "application/json"),
+                           "profile": ("tau.yaml", profile.encode(), "application/yaml")})
+    assert r.status_code == 200, r.text
+    body = r.json()
+    assert (body["imported"], body["rejected"], body["errors"], body["warnings"]) == (2, 0, [], [])
+    rest = _stored(engine)
+    assert sorted(rest) == ["gpt-4o-ferry/0", "gpt-4o-ferry/1"]
+    first = rest["gpt-4o-ferry/0"]
+    assert [p["id"] for p in first["principals"]] == ["user"] and first["principals"][0]["outcome"]["success"]
+    cli = _cli_import(tmp_path, "--profile", str(tmp_path / "tau.yaml"), "--strict", str(f))
+    assert rest == cli
+    # the profile may also come as a plain form field (its text); the same runs again: unchanged
+    again = client.post("/api/v1/imports", data={"profile": profile},
+                        files={"file": ("gpt-4o-ferry.json", data, "application/json")}).json()
+    assert (again["imported"], again["unchanged"], again["rejected"]) == (0, 2, 0)
+
+
+def test_rest_upload_with_a_built_in_profile_by_name(client, engine, trees, tmp_path):
+    info = trees["release"]
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as z:
+        for p in sorted(info["root"].rglob("*")):
+            if p.is_file():
+                z.write(p, p.relative_to(info["root"]).as_posix())
+    r = client.post("/api/v1/imports", params={"profile": "a2f-release-style"},
+                    files={"file": ("release.zip", buf.getvalue(), "application/zip")})
+    assert r.status_code == 200, r.text
+    assert (r.json()["imported"], r.json()["rejected"]) == (len(info["runs"]), 0)
+    expected = {i.run["run_id"]: i.run for i in iter_path(info["root"], profile="a2f-release-style") if i.run}
+    assert _stored(engine) == expected
+
+
+@pytest.mark.parametrize(("params", "fields", "message"), [
+    ({"profile": "no-such-profile"}, {}, "profile 'no-such-profile': no built-in profile of that name"),
+    ({"profile": "/etc/passwd"}, {}, "no built-in profile of that name"),  # never a path on the server
+    ({}, {"profile": "profile: 1\nname: x\nkeys:\n  conversation: {sender: from}\n"},
+     "keys.conversation.sender: unknown key"),
+    ({}, {"profile": "profile: 1\nname: x\nrunz: {}\n"}, "runz: unknown key"),
+    ({}, {"profile": "profile: [1\n"}, "profile: cannot read it"),
+    ({}, {"profile": "- a\n- b\n"}, "a profile is a YAML mapping"),
+    ({"profile": "a2annotate"}, {"profile": "profile: 1\nname: x\n"}, "not both"),
+])
+def test_a_bad_profile_is_named_and_nothing_is_stored(client, engine, params, fields, message):
+    from app.jobs.models import Job
+    from tests.ingest import runs_fixtures as fx
+
+    data = json.dumps(fx.tau_bench_runs()).encode()
+    r = client.post("/api/v1/imports", params=params, data=fields,
+                    files={"file": ("t.json", data, "application/json")})
+    assert r.status_code == 422, r.text
+    assert message in r.json()["detail"]
+    with Session(engine) as s:
+        assert s.exec(select(Run)).first() is None
+        assert s.exec(select(Job)).first() is None  # no job queued either

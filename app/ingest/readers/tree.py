@@ -739,6 +739,55 @@ def link_out_of_tree(path: Path, root: Path) -> bool:
     return target != top and top not in target.parents
 
 
+def walk_tree(root: Path) -> Iterator[tuple[Path, list[str], list[str]]]:
+    """The directories of a tree as ``(dir, dirnames, filenames)``, names sorted so every reader
+    walks in the same order; linked directories are not descended into (`read_loose` reports those
+    leading out of the tree). Clearing ``dirnames`` in place prunes the walk below ``dir``."""
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames.sort()
+        filenames.sort()
+        yield Path(dirpath), dirnames, filenames
+
+
+#: reads one file of the tree itself: an iterator of items, or None when it is not its file
+ClaimHandler = Callable[[Path, str, str], "Iterator[ImportItem] | None"]
+
+
+def read_loose(root: Path, here: Path, dirnames: list[str], filenames: list[str], shown_root: str,
+               loose: LooseHandler | None, skip: Callable[[str, str], bool] | None = None,
+               claim: ClaimHandler | None = None) -> Iterator[ImportItem]:
+    """The files of one directory that is no run directory, as every tree walk reads them (the
+    one place that does it: built-in, profiled and ``runs:`` trees alike). A symbolic link out of
+    the tree (file or directory) is never followed and is reported unused; `skip(rel, name)` says
+    which files are deliberately not read (a manifest, a mapping file...); `claim(path, rel,
+    shown)` lets the tree read a file itself (a file holding runs); every other file goes to
+    `loose(path, shown)`, and what nobody reads is listed in one item's `unused_files`."""
+    top = shown_root.rstrip("/")
+    unused: list[str] = []
+    for d in dirnames:  # os.walk does not descend into linked directories; say so for outside ones
+        if link_out_of_tree(here / d, root):
+            unused.append(f"{top}/{(here / d).relative_to(root).as_posix()} (symbolic link out of the tree: "
+                          "not followed)")
+    for fn in filenames:
+        path = here / fn
+        rel = path.relative_to(root).as_posix()
+        shown = f"{top}/{rel}"
+        if link_out_of_tree(path, root):
+            unused.append(f"{shown} (symbolic link out of the tree: not followed)")
+            continue
+        if skip is not None and skip(rel, fn):
+            continue
+        items = claim(path, rel, shown) if claim is not None else None
+        if items is None:
+            items = loose(path, shown) if loose is not None else None
+        if items is None:
+            unused.append(shown)
+        else:
+            yield from items
+    if unused:
+        yield ImportItem(source=f"{top}/{here.relative_to(root).as_posix()}", unused_files=unused)
+
+
 def _is_sidecar(name: str, filenames: set[str]) -> bool:
     low = name.lower()
     for suffix in SIDECAR_SUFFIXES:
@@ -794,10 +843,16 @@ def iter_tree(root: str | os.PathLike, mapping: str | os.PathLike | dict | Mappi
         if mwarn:
             yield ImportItem(source=shown_root, warnings=mwarn)
     mapping_abs = os.path.abspath(mp.path) if mp.path else None
-    for dirpath, dirnames, filenames in os.walk(root_path):
-        dirnames.sort()
-        filenames.sort()
-        here = Path(dirpath)
+
+    def skip(rel: str, fn: str) -> bool:
+        if mapping_abs and os.path.abspath(root_path / rel) == mapping_abs:
+            return True
+        if manifest_spec and rel == manifest_spec["file"]:
+            return True  # the manifest: read above, never a run
+        role = mp.role_of(rel)
+        return bool(role and role[0] == "ignore") or _is_sidecar(fn, names)
+
+    for here, dirnames, filenames in walk_tree(root_path):
         if is_run_dir(filenames, mp):
             dirnames[:] = []
             rd = _RunDir(root_path, here, shown_root, mp)
@@ -806,36 +861,8 @@ def iter_tree(root: str | os.PathLike, mapping: str | os.PathLike | dict | Mappi
                 rd.manifest_id = entry.get("run_id")
             yield rd.read()
             continue
-        unused: list[str] = []
         names = set(filenames)
-        for d in dirnames:  # os.walk does not descend into linked directories; say so for outside ones
-            if link_out_of_tree(here / d, root_path):
-                rel = (here / d).relative_to(root_path).as_posix()
-                unused.append(f"{shown_root.rstrip('/')}/{rel} (symbolic link out of the tree: not followed)")
-        for fn in filenames:
-            path = here / fn
-            rel = path.relative_to(root_path).as_posix()
-            shown = f"{shown_root.rstrip('/')}/{rel}"
-            if link_out_of_tree(path, root_path):
-                unused.append(f"{shown} (symbolic link out of the tree: not followed)")
-                continue
-            if mapping_abs and os.path.abspath(path) == mapping_abs:
-                continue
-            if manifest_spec and rel == manifest_spec["file"]:
-                continue  # the manifest: read above, never a run
-            role = mp.role_of(rel)
-            if role and role[0] == "ignore":
-                continue
-            if _is_sidecar(fn, names):
-                continue
-            items = loose(path, shown) if loose is not None else None
-            if items is None:
-                unused.append(shown)
-            else:
-                yield from items
-        if unused:
-            yield ImportItem(source=f"{shown_root.rstrip('/')}/{here.relative_to(root_path).as_posix()}",
-                             unused_files=unused)
+        yield from read_loose(root_path, here, dirnames, filenames, shown_root, loose, skip)
 
 
 def _iter_profiled(root: Path, prof: Any, shown_root: str, loose: LooseHandler | None) -> Iterator[ImportItem]:
@@ -846,10 +873,7 @@ def _iter_profiled(root: Path, prof: Any, shown_root: str, loose: LooseHandler |
     depth = (prof.get("run_dirs") or {}).get("depth")
     seen: set[str] = set()
     head_warnings = list(mwarn)
-    for dirpath, dirnames, filenames in os.walk(root):
-        dirnames.sort()
-        filenames.sort()
-        here = Path(dirpath)
+    for here, dirnames, filenames in walk_tree(root):
         rel_dir = here.relative_to(root).as_posix()
         level = 0 if rel_dir == "." else len(rel_dir.split("/"))
         is_run = (level == depth) if depth is not None else \
@@ -859,20 +883,8 @@ def _iter_profiled(root: Path, prof: Any, shown_root: str, loose: LooseHandler |
             seen.add(rel_dir)
             yield ProfiledRun(prof, root, here, shown_root, manifest, taxonomy).read()
             continue
-        unused: list[str] = []
-        for fn in filenames:
-            path = here / fn
-            rel = path.relative_to(root).as_posix()
-            shown = f"{shown_root.rstrip('/')}/{rel}"
-            if rel == manifest_rel:
-                continue
-            items = loose(path, shown) if loose is not None else None
-            if items is None:
-                unused.append(shown)
-            else:
-                yield from items
-        if unused:
-            yield ImportItem(source=f"{shown_root.rstrip('/')}/{rel_dir}", unused_files=unused)
+        yield from read_loose(root, here, dirnames, filenames, shown_root, loose,
+                              skip=lambda rel, _fn: rel == manifest_rel)
     for rel in sorted(set(manifest) - seen):
         head_warnings.append({"location": f"{shown_root.rstrip('/')}/{manifest_rel}",
                               "message": f"the manifest lists {rel!r}, which is no run directory of this tree"})
