@@ -76,13 +76,37 @@ KEEP_TABLES = {"taxonomy", "alembic_version"}
 
 
 def _truncate(engine: Engine) -> None:
+    """Empty every table but KEEP_TABLES and restart their id sequences.
+
+    On PostgreSQL a TRUNCATE costs per table (new files for the table and each of its indexes),
+    and it must name every table that references a truncated one, rows or not: truncating them
+    all took 0.1-0.7 s per test. So one query finds the tables that hold rows, those are emptied
+    with DELETE (with triggers off, as TRUNCATE fires no row trigger; children first) and every
+    sequence of the emptied tables is set back to its start (also those of empty tables whose
+    sequence moved, e.g. by a rolled-back insert): the end state of TRUNCATE ... RESTART IDENTITY."""
     tables = [t for t in reversed(SQLModel.metadata.sorted_tables) if t.name not in KEEP_TABLES]
     with engine.begin() as conn:
         if engine.dialect.name == "postgresql":
-            conn.execute(text("TRUNCATE " + ", ".join(f'"{t.name}"' for t in tables) + " RESTART IDENTITY CASCADE"))
+            names = [t.name for t in tables]
+            full = conn.execute(text(" UNION ALL ".join(
+                f'SELECT {i} WHERE EXISTS (SELECT 1 FROM "{n}")' for i, n in enumerate(names)))).scalars().all()
+            if full and _pg_superuser(conn):
+                conn.execute(text("SET LOCAL session_replication_role = replica"))  # no triggers, as TRUNCATE
+            for i in sorted(full):  # `tables` lists children before parents
+                conn.execute(text(f'DELETE FROM "{names[i]}"'))
+            conn.execute(text(
+                "SELECT setval(d.objid::regclass, s.seqstart, false) FROM pg_depend d"
+                " JOIN pg_class t ON t.oid = d.refobjid JOIN pg_sequence s ON s.seqrelid = d.objid"
+                " WHERE d.classid = 'pg_class'::regclass AND d.refclassid = 'pg_class'::regclass"
+                " AND d.deptype IN ('a', 'i') AND t.relname = ANY(:names)"
+                " AND t.relnamespace = current_schema()::regnamespace"), {"names": names})
         else:
             for t in tables:
                 conn.execute(t.delete())
+
+
+def _pg_superuser(conn) -> bool:
+    return bool(conn.execute(text("SELECT rolsuper FROM pg_roles WHERE rolname = current_user")).scalar())
 
 
 @pytest.fixture

@@ -91,8 +91,15 @@ def load_demo(engine, n: int, *, labels: bool = True, seed: int = 5) -> None:
                          after_store=_after_store_default)
     assert summary.imported == n, summary.errors
     if labels:
+        from app.auth.service import create_user, get_user
+        from app.demo.seeding import DEMO_USERS
+
         with Session(engine) as s:
             tax_pk = latest(s, "a2-failures").id
+            for name, (role, _, _) in DEMO_USERS.items():  # made here without a password: no test logs in
+                if get_user(s, name) is None:               # as them, and argon2 costs ~0.1-0.7 s a hash
+                    create_user(s, name, role)
+            s.commit()
         seed_annotations(engine, tax_pk, n_assigned=n, n_simulated=n, seed=2)
 
 
