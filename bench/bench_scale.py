@@ -734,16 +734,19 @@ def time_job(tree: Path, url: str, kind: str) -> dict:
     import json
 
     env = {**os.environ, "PYTHONPATH": str(tree), "DATABASE_URL": url}
-    out = subprocess.run([sys.executable, "-c", _TIME_JOB, url, kind, json.dumps(JOB_PARAMS[kind])], env=env,
-                         cwd=tree, capture_output=True, text=True, check=True).stdout
-    got = json.loads(out.strip().splitlines()[-1])
+    done = subprocess.run([sys.executable, "-c", _TIME_JOB, url, kind, json.dumps(JOB_PARAMS[kind])], env=env,
+                          cwd=tree, capture_output=True, text=True)
+    if done.returncode:
+        raise RuntimeError(f"{tree}: {kind} failed: {done.stderr[-600:]}")
+    got = json.loads(done.stdout.strip().splitlines()[-1])
     if not got["app"].startswith(str(tree)):
         raise RuntimeError(f"{tree}: imported app from {got['app']}")
     return got
 
 
 def measure_jobs(backend: str, n_runs: int, trees: list[Path]) -> dict:
-    """The agreement and report jobs' own time at one size, per code tree, with both baselines."""
+    """The agreement and report jobs' own time at one size, per code tree, with both baselines.
+    The database is migrated by this tree's code: every tree measured must run on its schema."""
     from bench.bench_agreement import _baseline
 
     label = "SQLite" if backend == "sqlite" else "PostgreSQL"

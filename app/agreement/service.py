@@ -39,7 +39,7 @@ from app.agreement.units import (
 )
 from app.annotations.models import Annotation, GoldLabel, GoldRun, Label
 from app.auth.models import User
-from app.core.db import fetch_rows
+from app.core.db import fetch_rows, gc_paused
 from app.core.errors import FieldError
 from app.runs.models import Agent, Run, Scenario
 from app.taxonomies.models import Taxonomy
@@ -243,6 +243,7 @@ def _run_families(session: Session, scope: Any = None) -> dict[int, tuple[str, s
     return out
 
 
+@gc_paused()
 def load_agreement_data(session: Session, *, taxonomy: str | None = None, family: str | None = None,
                         annotators: Any = None, include_judges: bool = False,
                         include_sources: bool = True, scope: Any = None) -> AgreementData:

@@ -19,6 +19,7 @@ SQLite is set up for several writers at once (an import and annotators saving):
 """
 from __future__ import annotations
 
+import gc
 import json
 import threading
 import time
@@ -139,6 +140,32 @@ def begin_write(session: Session) -> None:
             return
         session.commit()
     session.connection(execution_options={SQLITE_BEGIN: "immediate"})
+
+
+_GC_LOCK = threading.Lock()
+_GC_PAUSED = [0, False]  # threads inside gc_paused(); whether the collector was enabled before the first
+
+
+@contextmanager
+def gc_paused() -> Iterator[None]:
+    """Pause Python's cyclic garbage collector while a loader builds its rows (a context manager
+    or a decorator). Reading a few hundred thousand rows creates as many tuples, which trigger
+    collections that traverse every object alive, the rows read so far included: about a third
+    of the agreement and report loaders' CPU time at 20,000 runs. The rows hold no reference
+    cycles, so nothing is left uncollected; reference counting frees as usual. Threads share the
+    collector: it is enabled again (if it was) when the last thread inside leaves."""
+    with _GC_LOCK:
+        if _GC_PAUSED[0] == 0:
+            _GC_PAUSED[1] = gc.isenabled()
+            gc.disable()
+        _GC_PAUSED[0] += 1
+    try:
+        yield
+    finally:
+        with _GC_LOCK:
+            _GC_PAUSED[0] -= 1
+            if _GC_PAUSED[0] == 0 and _GC_PAUSED[1]:
+                gc.enable()
 
 
 def fetch_rows(session: Session, stmt) -> list[tuple]:

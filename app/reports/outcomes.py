@@ -726,10 +726,13 @@ def _pick_category(categories: Iterable[str | None], run_id: str, mode: str) -> 
     return found[0] if found else None
 
 
-def _resolve_label_rows(labels: pd.DataFrame) -> list[dict[str, Any]]:
-    """The rows of a :data:`LABEL_COLUMNS` frame as dicts, checked (source; annotator, which a
-    human label needs and gold and judge labels may lack; run_id; mode; category; agent), missing
-    -> None; the error names the first bad row and field."""
+_RESOLVE_KEYS = ("run_id", "annotator", "mode", "category", "agent", "source")
+
+
+def _resolve_label_columns(labels: pd.DataFrame) -> tuple[np.ndarray, ...]:
+    """The columns :data:`_RESOLVE_KEYS` of a :data:`LABEL_COLUMNS` frame, every row checked
+    (source; annotator, which a human label needs and gold and judge labels may lack; run_id;
+    mode; category; agent), missing -> None; the error names the first bad row and field."""
     f = _Frame(labels, "labels", LABEL_COLUMNS)
     source, source_ok = f.choice("source", LABEL_SOURCES, optional=False)
     human = source_ok & (source == "human") if f.n else np.zeros(0, dtype=bool)
@@ -749,8 +752,12 @@ def _resolve_label_rows(labels: pd.DataFrame) -> list[dict[str, Any]]:
     columns = (f.req_str("run_id")[0], annotator, f.req_str("mode")[0], f.opt_str("category")[0],
                f.opt_str("agent")[0], source)
     f.raise_first()
-    keys = ("run_id", "annotator", "mode", "category", "agent", "source")
-    return [dict(zip(keys, values)) for values in zip(*columns)]
+    return columns
+
+
+def _equals(values: np.ndarray, value: str) -> np.ndarray:
+    """The rows of a checked column (strings and None) equal to ``value``."""
+    return np.asarray(values == value, dtype=bool) if len(values) else np.zeros(0, dtype=bool)
 
 
 def resolve_labels(
@@ -811,19 +818,30 @@ def resolve_labels(
             f"source must be 'auto', 'gold', 'majority' or 'annotator:<name>', got {source!r}"
         )
 
-    rows = _resolve_label_rows(_bare(labels))
+    columns = _resolve_label_columns(_bare(labels))  # every row checked, whichever the source
+    label_runs, label_annotators, label_sources = columns[0], columns[1], columns[5]
     submitted: dict[str, set[str]] = defaultdict(set)
     subs = _Frame(submissions, "submissions", SUBMISSION_COLUMNS)
     pairs = list(zip(subs.req_str("run_id")[0], subs.req_str("annotator")[0]))
     subs.raise_first()
     for run_id, annotator in pairs:
         submitted[run_id].add(annotator)
-    gold = _id_set(gold_runs, "gold_runs") | {r["run_id"] for r in rows if r["source"] == "gold"}
+    is_gold = _equals(label_sources, "gold")
+    gold = _id_set(gold_runs, "gold_runs") | set(label_runs[is_gold].tolist())
 
     if run_ids is not None:
         universe = _id_set(run_ids, "run_ids")
     else:
-        universe = set(gold) | set(submitted) | {r["run_id"] for r in rows}
+        universe = set(gold) | set(submitted) | set(label_runs.tolist())
+
+    # only the rows the chosen source can read become dicts (the loops below skip the others):
+    # that annotator's, the gold ones, the human ones
+    if annotator_name is not None:
+        needed = _equals(label_annotators, annotator_name)
+    else:
+        is_human = _equals(label_sources, "human")
+        needed = {"gold": is_gold, "majority": is_human}.get(source, is_gold | is_human)
+    rows = [dict(zip(_RESOLVE_KEYS, values)) for values in zip(*(c[needed] for c in columns))]
 
     by_run: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for r in rows:

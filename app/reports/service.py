@@ -27,7 +27,7 @@ from sqlmodel import Session
 
 from app.annotations.models import Annotation, GoldLabel, GoldRun, Label
 from app.auth.models import User
-from app.core.db import fetch_rows
+from app.core.db import fetch_rows, gc_paused
 from app.core.errors import FieldError
 from app.reports.outcomes import (
     AGENT_COLUMNS,
@@ -185,6 +185,7 @@ def resolve_taxonomy(session: Session, ref: str | None) -> Taxonomy:
     return tax
 
 
+@gc_paused()
 def load_report_data(session: Session, *, threshold: float, taxonomy: str | None = None,
                      family: str | None = None, with_labels: bool = True, scope: Any = None) -> ReportData:
     """Returns the :class:`ReportData` of every stored run (of ``family`` if given) under the

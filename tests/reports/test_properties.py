@@ -21,7 +21,7 @@ from collections import defaultdict
 
 import numpy as np
 import pandas as pd
-from hypothesis import given
+from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from app.reports import outcomes
@@ -309,3 +309,46 @@ def test_resolved_labels_account_for_every_run(corpus, source):
     assert not resolved.duplicated(["run_id", "mode", "agent"]).any()
     majority = resolved[resolved["source"] == "majority"]
     assert (majority["support"] > 0.5).all() and (resolved["support"] <= 1).all()
+
+
+# --------------------------------------------------------------------------------------------
+# rows a source does not read
+
+
+def _read_by(labels: pd.DataFrame, source: str) -> pd.Series:
+    """The label rows ``source`` reads, as its documentation says: that annotator's; gold; human
+    (majority); gold and human (auto)."""
+    if source.startswith("annotator:"):
+        return labels["annotator"].map(lambda a: a == source[len("annotator:"):]).astype(bool)
+    wanted = {"gold": {"gold"}, "majority": {"human"}}.get(source, {"gold", "human"})
+    return labels["source"].map(lambda s: s in wanted).astype(bool)
+
+
+@SETTINGS
+@given(corpora(bad=False), st.sampled_from(["auto", "gold", "majority", "annotator:alice", "annotator:judge-l2",
+                                            "annotator:nobody"]))
+def test_rows_a_source_does_not_read_change_nothing(corpus, source):
+    """Dropping the label rows a source never reads (e.g. every judge's but the one asked for)
+    gives the same resolved labels, summary, labelled runs and errors (resolve_labels builds
+    rows for the rows its source reads only)."""
+    runs, _, _, labels, subs, gold = corpus
+    run_ids = list(runs["run_id"])
+    got = _call(outcomes.resolve_labels, labels, subs, gold, source=source, run_ids=run_ids)
+    if got[0] == "error" and FRAME_ROW.match(got[1]):
+        return  # a malformed row (a human label without annotator): its row number changes below
+    kept = labels[_read_by(labels, source).to_numpy()].reset_index(drop=True)
+    _assert_same(_call(outcomes.resolve_labels, kept, subs, gold, source=source, run_ids=run_ids), got)
+
+
+@SETTINGS
+@given(corpora(bad=False), st.sampled_from(["auto", "gold", "majority", "annotator:alice", "annotator:judge-l2"]))
+def test_a_bad_row_the_source_does_not_read_is_still_named(corpus, source):
+    """Every label row is checked whichever the source: a malformed row of another annotator or
+    source is reported, as before any row is left out."""
+    runs, _, _, labels, subs, gold = corpus
+    assume(_call(outcomes.resolve_labels, labels, subs, gold, source=source, run_ids=list(runs["run_id"]))[0] == "ok")
+    bad = pd.DataFrame([("r1", "zed", "", "CF", None, "judge")], columns=list(outcomes.LABEL_COLUMNS))
+    labels = pd.concat([labels.astype(object), bad], ignore_index=True)
+    got = _call(outcomes.resolve_labels, labels, subs, gold, source=source, run_ids=list(runs["run_id"]))
+    assert got[0] == "error"
+    assert got[1].startswith(f"labels row {len(labels) - 1} ") and "'mode'" in got[1], got
