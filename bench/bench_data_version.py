@@ -8,6 +8,13 @@ run and labels spread over them, added with one INSERT ... SELECT; the agreement
 (stored), then ``GET /api/v1/agreement`` is asked ``BENCH_REPEAT`` (default 30) times per variant,
 the variants taking turns, and the median reported. Not part of the suite:
 ``python -m bench.bench_data_version [sqlite|postgresql ...]``.
+
+``python -m bench.bench_data_version writes [sqlite|postgresql ...]``: what the triggers cost the
+writers, on one database per backend with the triggers on and off by turns (PostgreSQL: ``ALTER
+TABLE ... DISABLE TRIGGER``; SQLite: dropped and created again) and, on PostgreSQL, with every
+bump on one row instead of 16: the loader importing ``BENCH_DV_IMPORT`` runs (default 1,000), and
+``BENCH_DV_THREADS`` threads (default 8) saving submitted annotations for ``BENCH_DV_SECONDS``
+(default 5) each round.
 """
 from __future__ import annotations
 
@@ -152,6 +159,121 @@ def measure(url: str, repeat: int) -> dict[str, float]:
             "fingerprint": statistics.median(times["fingerprint"]), "read_new": read_new, "read_old": read_old}
 
 
+def _set_triggers(engine, mode: str) -> None:
+    """``on``, ``off`` or (PostgreSQL) ``one-row``: every bump on row 0."""
+    from app.results.service import RESULT_TABLES
+
+    with engine.begin() as c:
+        if engine.dialect.name == "postgresql":
+            for t in RESULT_TABLES:
+                c.execute(text(f'ALTER TABLE "{t}" {"DISABLE" if mode == "off" else "ENABLE"} TRIGGER a2a_data_version'))
+            fn = c.execute(text("SELECT pg_get_functiondef('a2a_bump_data_version'::regproc)")).scalar()
+            slot = "0" if mode == "one-row" else "pg_backend_pid() % 16"
+            fn = fn.replace("pg_backend_pid() % 16", slot).replace("(0, 1)", f"({slot}, 1)")
+            c.execute(text(fn))
+            return
+        rows = c.execute(text("SELECT name, sql FROM sqlite_master WHERE type = 'trigger' AND name LIKE "
+                              "'a2a_data_version_%'")).all()
+        if rows:
+            engine.info_triggers = rows  # type: ignore[attr-defined]
+        if mode == "off":
+            for name, _ in rows:
+                c.execute(text(f'DROP TRIGGER "{name}"'))
+        elif not rows:
+            for _, sql in engine.info_triggers:  # type: ignore[attr-defined]
+                c.execute(text(sql))
+
+
+def _saves(engine, pks: list[int], n_threads: int, seconds: float) -> float:
+    """Submitted saves per second of ``n_threads`` threads, each its own annotator, for ``seconds``."""
+    import random
+    import threading
+
+    from app.annotations.service import save_annotation
+    from app.auth.service import get_user
+    from app.core.db import write_session
+    from app.runs.models import Run
+    from app.taxonomies.service import latest
+
+    counts = [0] * n_threads
+    stop_at = time.perf_counter() + seconds
+
+    def saver(i: int) -> None:
+        rnd = random.Random(i)
+        with write_session(engine) as s:
+            user, tax = get_user(s, f"saver{i}"), latest(s, "a2-failures")
+            s.commit()
+            while time.perf_counter() < stop_at:
+                run = s.get(Run, rnd.choice(pks))
+                save_annotation(s, user, run, tax, [{"mode": "CF1", "agent": "buyer_agent", "evidence": [1]}],
+                                status="submitted")
+                s.commit()
+                counts[i] += 1
+
+    threads = [threading.Thread(target=saver, args=(i,)) for i in range(n_threads)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    return sum(counts) / seconds
+
+
+def writes(backends: list[str]) -> None:
+    from sqlmodel import Session
+
+    from app.auth.service import create_user
+    from app.core.db import make_engine
+    from app.ingest.canonical import normalize_run
+    from app.ingest.items import ImportItem
+    from app.ingest.loader import load_items
+    from app.runs.models import Run
+    from bench.common import PgDatabase
+
+    n_import = int(os.environ.get("BENCH_DV_IMPORT", 1000))
+    n_threads = int(os.environ.get("BENCH_DV_THREADS", 8))
+    seconds = float(os.environ.get("BENCH_DV_SECONDS", 5))
+    rounds = int(os.environ.get("BENCH_REPEAT", 3))
+    work = Path(os.environ.get("BENCH_DIR", "/tmp/bench-data-version"))
+    work.mkdir(parents=True, exist_ok=True)
+    for backend in backends:
+        pg = PgDatabase() if backend == "postgresql" else None
+        url = pg.url if pg else f"sqlite:///{work / 'writes.db'}"
+        if pg is None:
+            for suffix in ("", "-wal", "-shm"):
+                Path(f"{work / 'writes.db'}{suffix}").unlink(missing_ok=True)
+        try:
+            build(url, 500, 10_000)
+            engine = make_engine(url)
+            with Session(engine) as s:
+                for i in range(n_threads):
+                    create_user(s, f"saver{i}", "annotator")
+                s.commit()
+                pks = list(s.exec(select(Run.id)).all())
+            modes = ["on", "off"] + (["one-row"] if pg else [])
+            imp: dict[str, list[float]] = {m: [] for m in modes}
+            saves: dict[str, list[float]] = {m: [] for m in modes}
+            batch = 0
+            for _ in range(rounds):
+                for mode in modes:
+                    _set_triggers(engine, mode)
+                    batch += 1
+                    items = [ImportItem(run=normalize_run(raw_run(f"b{batch}-{i:05d}"))) for i in range(n_import)]
+                    t = time.perf_counter()
+                    load_items(engine, items, batch_size=200)
+                    imp[mode].append(time.perf_counter() - t)
+                    saves[mode].append(_saves(engine, pks, n_threads, seconds))
+            _set_triggers(engine, "on")
+            engine.dispose()
+        finally:
+            if pg is not None:
+                pg.drop()
+        base_i, base_s = statistics.median(imp["off"]), statistics.median(saves["off"])
+        for mode in modes:
+            mi, ms = statistics.median(imp[mode]), statistics.median(saves[mode])
+            print(f"| {backend} | triggers {mode} | import {n_import:,} runs {mi:.2f} s ({mi / base_i:.2f}x off) | "
+                  f"{n_threads} threads saving: {ms:.0f}/s ({ms / base_s:.2f}x off) |", flush=True)
+
+
 def main(backends: list[str]) -> None:
     from bench.common import PgDatabase
 
@@ -189,4 +311,8 @@ def main(backends: list[str]) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:] or ["sqlite", "postgresql"])
+    args = sys.argv[1:]
+    if args[:1] == ["writes"]:
+        writes(args[1:] or ["sqlite", "postgresql"])
+    else:
+        main(args or ["sqlite", "postgresql"])
