@@ -14,7 +14,12 @@ writers, on one database per backend with the triggers on and off by turns (Post
 TABLE ... DISABLE TRIGGER``; SQLite: dropped and created again) and, on PostgreSQL, with every
 bump on one row instead of 16: the loader importing ``BENCH_DV_IMPORT`` runs (default 1,000), and
 ``BENCH_DV_THREADS`` threads (default 8) saving submitted annotations for ``BENCH_DV_SECONDS``
-(default 5) each round.
+(default 5) each round. On a loaded machine these wall-clock ratios are noise; so
+
+``python -m bench.bench_data_version cost``: the triggers' own time, which load barely moves:
+PostgreSQL's ``pg_stat_user_functions`` (``track_functions = 'all'``) over 1,000 save-like
+transactions and a 20,000-label executemany; SQLite's process CPU time of the same work with the
+triggers on and off by turns (its triggers run in this process).
 """
 from __future__ import annotations
 
@@ -309,6 +314,71 @@ def writes(backends: list[str]) -> None:
                   f"executemany: {mb:.2f} s ({mb / base['b']:.2f}x) |", flush=True)
 
 
+def cost() -> None:
+    from sqlalchemy import event
+
+    from app.core.db import make_engine
+    from bench.common import PgDatabase
+
+    pg = PgDatabase()
+    try:
+        build(pg.url, 200, 2000)
+        engine = make_engine(pg.url)
+
+        @event.listens_for(engine, "connect")
+        def _track(dbapi_conn, _record):
+            cur = dbapi_conn.cursor()
+            cur.execute("SET track_functions = 'all'")
+            cur.close()
+            dbapi_conn.commit()
+
+        engine.dispose()
+        n = 1000
+        per = _serial(engine, n)
+        bulk = _bulk_labels(engine, 20_000)
+        for _ in range(2):  # the statistics reach the view after a flush
+            with engine.connect() as c:
+                c.execute(text("SELECT pg_stat_force_next_flush()"))
+                c.commit()
+            time.sleep(1.0)
+        with engine.connect() as c:
+            for name, calls, total in c.execute(text(
+                    "SELECT funcname, calls, total_time FROM pg_stat_user_functions ORDER BY funcname")):
+                print(f"postgresql {name}: {calls:,} calls, {total:.1f} ms, {total / calls * 1000:.1f} µs a call")
+        print(f"postgresql: {n:,} save-like transactions at {per * 1000:.2f} ms each, then 20,000 labels in one "
+              f"executemany {bulk:.2f} s (one statement each)")
+        engine.dispose()
+    finally:
+        pg.drop()
+    work = Path(os.environ.get("BENCH_DIR", "/tmp/bench-data-version"))
+    work.mkdir(parents=True, exist_ok=True)
+    path = work / "cost.db"
+    for suffix in ("", "-wal", "-shm"):
+        Path(f"{path}{suffix}").unlink(missing_ok=True)
+    url = f"sqlite:///{path}"
+    build(url, 200, 2000)
+    engine = make_engine(url)
+    tx: dict[str, list[float]] = {"on": [], "off": []}
+    bulk_cpu: dict[str, list[float]] = {"on": [], "off": []}
+    for _ in range(5):
+        for mode in ("on", "off"):
+            _set_triggers(engine, mode)
+            t = time.process_time()
+            _serial(engine, 300)
+            tx[mode].append((time.process_time() - t) / 300)
+            t = time.process_time()
+            _bulk_labels(engine, 20_000)
+            bulk_cpu[mode].append(time.process_time() - t)
+    _set_triggers(engine, "on")
+    engine.dispose()
+    m = {k: (statistics.median(tx[k]), statistics.median(bulk_cpu[k])) for k in tx}
+    for mode in ("on", "off"):
+        print(f"sqlite triggers {mode}: {m[mode][0] * 1e6:.0f} µs CPU a save-like transaction, "
+              f"{m[mode][1] * 1000:.0f} ms CPU for 20,000 labels in one executemany")
+    print(f"sqlite: {(m['on'][1] - m['off'][1]) / 20_000 * 1e6:.2f} µs CPU a label row, "
+          f"{(m['on'][0] - m['off'][0]) * 1e6:.0f} µs a save-like transaction")
+
+
 def main(backends: list[str]) -> None:
     from bench.common import PgDatabase
 
@@ -349,5 +419,7 @@ if __name__ == "__main__":
     args = sys.argv[1:]
     if args[:1] == ["writes"]:
         writes(args[1:] or ["sqlite", "postgresql"])
+    elif args[:1] == ["cost"]:
+        cost()
     else:
         main(args or ["sqlite", "postgresql"])
