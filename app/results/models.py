@@ -39,10 +39,22 @@ class DataVersion(SQLModel, table=True):
     """The data version is the sum of ``version`` over these rows, bumped by database triggers
     (migration 0015_data_version) in the transaction of every write to the tables the results read
     (`app.results.service.RESULT_TABLES`), whichever process or statement (COPY included) makes it.
-    PostgreSQL spreads the bumps over 16 rows (by connection) so concurrent writers rarely wait for
-    one row lock; SQLite bumps row 0. Nothing in the app writes these rows itself."""
+    PostgreSQL bumps when the writing transaction commits (a deferred trigger, see
+    `DataVersionPending`), on one of 16 rows (by connection), so concurrent writers rarely wait
+    for one row lock and never deadlock on it; SQLite bumps row 0. Nothing in the app writes these
+    rows itself."""
 
     __tablename__ = "data_version"
 
     slot: int = Field(primary_key=True, sa_column_kwargs={"autoincrement": False})
     version: int = Field(default=0, sa_column=Column(BigInteger, nullable=False, server_default="0"))
+
+
+class DataVersionPending(SQLModel, table=True):
+    """PostgreSQL: the transactions that wrote to a result table and have not committed yet, one
+    row each (migration 0015_data_version); a deferred trigger bumps `DataVersion` and deletes
+    the row when the transaction commits. Empty outside a transaction; unused on SQLite."""
+
+    __tablename__ = "data_version_pending"
+
+    txid: int = Field(sa_column=Column(BigInteger, primary_key=True, autoincrement=False))

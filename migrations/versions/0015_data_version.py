@@ -6,12 +6,14 @@ Revision ID: 0015_data_version
 Revises: 0014_results
 
 The counter is the sum of ``data_version.version`` over its rows. PostgreSQL: one AFTER ... FOR
-EACH STATEMENT trigger per table (COPY and multi-row INSERTs fire it once, TRUNCATE too) bumps the
-row ``pg_backend_pid() % 16`` once per transaction (a transaction-local setting remembers it;
-a rolled-back savepoint forgets it with its bump), so concurrent writers on different connections
-rarely wait for the same row lock. SQLite (row triggers only; its writers take turns anyway): each
-written row bumps row 0. The bump is in the writer's transaction, so it is visible exactly when its
-data are, to every process.
+EACH STATEMENT trigger per table (COPY and multi-row INSERTs fire it once, TRUNCATE too) notes
+the transaction, once (a transaction-local setting remembers it; a rolled-back savepoint forgets
+it with its note), in ``data_version_pending``; a deferred constraint trigger on that note bumps
+the row ``pg_backend_pid() % 16`` when the transaction commits. So the counter's row lock is the
+last one a writer takes and is held only while it commits: it cannot deadlock with the writer's
+other row locks, and concurrent writers on different connections rarely wait for the same row.
+SQLite (row triggers only; its writers take turns anyway): each written row bumps row 0. The
+bump is in the writer's transaction, so it is visible exactly when its data are, to every process.
 
 The table list and the user columns are frozen here as they were at this revision: a later change
 to what the results read changes them in a migration of its own.
@@ -31,25 +33,39 @@ TABLES = ("run", "scenario", "principal", "agent", "user_account", "taxonomy", "
 USER_COLUMNS = ("id", "username", "kind", "source_name")
 SLOTS = 16
 FUNCTION = "a2a_bump_data_version"
+WRITTEN = "a2a_data_version_written"
 SETTING = "a2a.data_version_bumped"
 
 
 def _pg_upgrade() -> None:
+    # a write: note the transaction in data_version_pending, once per transaction
     op.execute(f"""
-CREATE OR REPLACE FUNCTION {FUNCTION}() RETURNS trigger LANGUAGE plpgsql AS $$
+CREATE OR REPLACE FUNCTION {WRITTEN}() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
     IF current_setting('{SETTING}', true) IS DISTINCT FROM 'on' THEN
-        INSERT INTO data_version (slot, version) VALUES (pg_backend_pid() % {SLOTS}, 1)
-            ON CONFLICT (slot) DO UPDATE SET version = data_version.version + 1;
+        INSERT INTO data_version_pending (txid) VALUES (txid_current()) ON CONFLICT DO NOTHING;
         PERFORM set_config('{SETTING}', 'on', true);
     END IF;
     RETURN NULL;
 END
 $$""")
+    # at commit (a deferred constraint trigger on that note): the bump, the last lock the
+    # transaction takes, held only while it commits, so it can never close a cycle of lock waits
+    op.execute(f"""
+CREATE OR REPLACE FUNCTION {FUNCTION}() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    DELETE FROM data_version_pending WHERE txid = NEW.txid;
+    INSERT INTO data_version (slot, version) VALUES (pg_backend_pid() % {SLOTS}, 1)
+        ON CONFLICT (slot) DO UPDATE SET version = data_version.version + 1;
+    RETURN NULL;
+END
+$$""")
+    op.execute("CREATE CONSTRAINT TRIGGER a2a_data_version_commit AFTER INSERT ON data_version_pending "
+               f"DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION {FUNCTION}()")
     for t in TABLES:
         update = f"UPDATE OF {', '.join(USER_COLUMNS)}" if t == "user_account" else "UPDATE"
         op.execute(f'CREATE TRIGGER a2a_data_version AFTER INSERT OR {update} OR DELETE OR TRUNCATE ON "{t}" '
-                   f"FOR EACH STATEMENT EXECUTE FUNCTION {FUNCTION}()")
+                   f"FOR EACH STATEMENT EXECUTE FUNCTION {WRITTEN}()")
 
 
 def _sqlite_upgrade() -> None:
@@ -68,6 +84,8 @@ def upgrade() -> None:
         sa.Column("slot", sa.Integer(), primary_key=True, autoincrement=False),
         sa.Column("version", sa.BigInteger(), nullable=False, server_default="0"),
     )
+    op.create_table("data_version_pending", sa.Column("txid", sa.BigInteger(), primary_key=True,
+                                                      autoincrement=False))
     op.bulk_insert(sa.table("data_version", sa.column("slot", sa.Integer()), sa.column("version", sa.BigInteger())),
                    [{"slot": i, "version": 0} for i in range(SLOTS)])
     if op.get_bind().dialect.name == "postgresql":
@@ -83,10 +101,13 @@ def downgrade() -> None:
     if op.get_bind().dialect.name == "postgresql":
         for t in TABLES:
             op.execute(f'DROP TRIGGER IF EXISTS a2a_data_version ON "{t}"')
+        op.execute("DROP TRIGGER IF EXISTS a2a_data_version_commit ON data_version_pending")
+        op.execute(f"DROP FUNCTION IF EXISTS {WRITTEN}()")
         op.execute(f"DROP FUNCTION IF EXISTS {FUNCTION}()")
     else:
         for t in TABLES:
             for event in ("insert", "update", "delete"):
                 op.execute(f"DROP TRIGGER IF EXISTS a2a_data_version_{t}_{event}")
+    op.drop_table("data_version_pending")
     op.drop_table("data_version")
     op.execute("UPDATE stored_result SET data_version = NULL")

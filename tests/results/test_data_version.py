@@ -306,7 +306,7 @@ def _triggers(engine: Engine) -> dict[str, set[str]]:
             bits = {4: "insert", 8: "delete", 16: "update", 32: "truncate"}
             for table, tgtype in c.execute(text(
                     "SELECT c.relname, t.tgtype FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid "
-                    "JOIN pg_proc p ON p.oid = t.tgfoid WHERE p.proname = 'a2a_bump_data_version'")):
+                    "JOIN pg_proc p ON p.oid = t.tgfoid WHERE p.proname = 'a2a_data_version_written'")):
                 assert not tgtype & 1, f"{table}: a statement-level trigger (one bump per COPY)"
                 out.setdefault(table, set()).update(name for bit, name in bits.items() if tgtype & bit)
         else:
@@ -426,3 +426,66 @@ def test_the_migration_upgrades_and_downgrades(backend, tmp_path):
         engine.dispose()
         if name is not None:
             _drop_pg_database(name)
+
+
+# savepoints, and when PostgreSQL takes the counter's lock ----------------------------------------------
+
+LABEL = ("INSERT INTO label (annotation_id, mode, agent, principals, evidence, time_ms, created_at) "
+         "SELECT min(id), 'GR1', 'seller_agent', '[]', '[2]', 0, '2026-01-01' FROM annotation")
+
+
+def test_a_rolled_back_savepoint_takes_its_bump_with_it(corpus, engine):
+    with Session(engine) as s:
+        v0 = data_version(s)
+    with corpus.begin() as c:  # the loader's way: a batch in a savepoint, rolled back on failure
+        sp = c.begin_nested()
+        c.execute(text(LABEL))
+        sp.rollback()
+    with Session(engine) as s:
+        assert data_version(s) == v0
+    with corpus.begin() as c:
+        sp = c.begin_nested()
+        c.execute(text(LABEL))
+        sp.rollback()
+        c.execute(text(LABEL))  # written after: bumps again
+    with Session(engine) as s:
+        assert int(data_version(s)) == int(v0) + 1
+
+
+@pytest.fixture(scope="module")
+def pg_url():
+    """A PostgreSQL database of this module's own, migrated."""
+    from app.core.migrate import upgrade
+    from tests.conftest import _create_pg_database, _drop_pg_database
+
+    name, url = _create_pg_database()
+    try:
+        upgrade(url)
+        yield url
+    finally:
+        _drop_pg_database(name)
+
+
+def test_postgresql_bumps_only_when_the_writer_commits(pg_url):
+    """A writer holds no lock on the counter until it commits, so the counter can never be the
+    lock that closes a cycle (writer A bumps, then waits for a row writer B holds, while B waits
+    for A's counter row): another connection locks every counter row with NOWAIT meanwhile."""
+    engine = make_engine(pg_url)
+    try:
+        with Session(engine) as s:
+            create_user(s, "w", "annotator")
+            s.commit()
+            v0 = int(data_version(s))
+        with engine.connect() as writer, engine.connect() as other:
+            writer.execute(text("UPDATE user_account SET kind = 'judge' WHERE username = 'w'"))
+            writer.execute(text("UPDATE user_account SET kind = 'source' WHERE username = 'w'"))
+            with other.begin():
+                locked = other.execute(text("SELECT slot FROM data_version FOR UPDATE NOWAIT")).all()
+            assert len(locked) == 16
+            assert int(other.execute(text("SELECT sum(version) FROM data_version")).scalar()) == v0
+            other.rollback()
+            writer.commit()
+            assert int(other.execute(text("SELECT sum(version) FROM data_version")).scalar()) == v0 + 1  # once
+            assert other.execute(text("SELECT count(*) FROM data_version_pending")).scalar() == 0
+    finally:
+        engine.dispose()
