@@ -163,7 +163,54 @@ def main(quick: bool = False) -> list[str]:
     return out
 
 
+def chunk_cpu(url: str, chunks: list[int], repeat: int = 5) -> list[str]:
+    """CPU seconds of the events Parquet export (the exporting process plus its SQLite reader
+    processes) at each chunk size against pyarrow ``write_table`` of the same table, interleaved
+    in one run, medians of `repeat`: CPU, not wall time, because on a shared machine the wall
+    time of a two-process pipeline is mostly waiting for a core."""
+    import resource
+    import statistics
+
+    import pyarrow.parquet as pq
+
+    from app.core.db import make_engine
+    from app.exports import service
+
+    engine = make_engine(url)
+    table = pq.read_table(io.BytesIO(b"".join(service.export_stream(engine, "events", "parquet"))))
+
+    def cpu() -> tuple[float, float]:
+        me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+        return me.ru_utime + me.ru_stime, kids.ru_utime + kids.ru_stime
+
+    spent: dict = {"base": [], **{c: [] for c in chunks}}
+    for _ in range(repeat):
+        a = cpu()
+        pq.write_table(table, io.BytesIO(), compression="zstd")
+        spent["base"].append(cpu()[0] - a[0])
+        for c in chunks:
+            a = cpu()
+            sum(len(b) for b in service.export_stream(engine, "events", "parquet", service.ExportOptions(chunk_size=c)))
+            b = cpu()
+            spent[c].append((b[0] - a[0], b[1] - a[1]))
+    engine.dispose()
+    base = statistics.median(spent["base"])
+    out = []
+    for c in chunks:
+        main_s, reader_s = (statistics.median(x[i] for x in spent[c]) for i in (0, 1))
+        out.append(row(f"events Parquet export, {table.num_rows:,} rows, {c:,}-row chunks: CPU (exporter + reader)",
+                       f"{main_s:.3f} + {reader_s:.3f} s", f"pyarrow `write_table` CPU: {base:.3f} s",
+                       (main_s + reader_s) / base, "within 2x"))
+    return out
+
+
 if __name__ == "__main__":
     import sys
 
-    print("\n".join(main("--quick" in sys.argv)))
+    if "--chunks" in sys.argv:  # python -m bench.bench_export --chunks 4000,16384 [RUNS]
+        i = sys.argv.index("--chunks")
+        sizes = [int(x) for x in sys.argv[i + 1].split(",")]
+        n_runs = int(sys.argv[i + 2]) if len(sys.argv) > i + 2 else 2500
+        print("\n".join(chunk_cpu(loaded_sqlite(bench_dir(), n_runs), sizes)))
+    else:
+        print("\n".join(main("--quick" in sys.argv)))

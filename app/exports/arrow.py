@@ -24,8 +24,9 @@ Where the rows come from (:func:`arrow_chunks`), fastest first:
   query with the ADBC SQLite driver (rows into Arrow in C) and streams Arrow IPC back over a
   pipe.  The driver links its own SQLite library, so it must never run inside this process
   (POSIX locks are per process: the two libraries would drop each other's locks).  SQLite's
-  type inference is per batch, so every column is read as a non-null value of its own type
-  (``ifnull(CAST(col AS type), default)``) with a separate ``col IS NULL`` flag.
+  type inference is per batch, so every nullable text or float column is read as a non-null
+  value of its own type (``ifnull(CAST(col AS type), default)``) with a separate ``col IS NULL``
+  flag (an integer column all null in a first batch is inferred as int64, its own type).
 * PostgreSQL: the ADBC PostgreSQL driver (libpq, binary ``COPY``) in this process.
 * otherwise (an in-memory SQLite database, the drivers missing): the driver cursor's
   ``fetchmany``, one ``pa.array`` per column.
@@ -343,9 +344,10 @@ def _base(col):
 
 
 def _worker_sql(stmt, id_col, kinds: list[str | None], types: list[pa.DataType], dialect) -> tuple[str, list[bool]]:
-    """The query for the reader process: every exported column as a non-null value of one
-    SQLite type (the driver infers a column's Arrow type from its first batch), a nullable one
-    followed by its ``IS NULL`` flag; returns (SQL, flagged per exported column)."""
+    """The query for the reader process: every exported column as a value of one SQLite type
+    (the driver infers a column's Arrow type from its first batch); a nullable text or float
+    column read non-null and followed by its ``IS NULL`` flag (integer and boolean columns keep
+    their nulls); returns (SQL, flagged per exported column)."""
     exprs, flagged = [], []
     for i, (col, kind, type_) in enumerate(zip(list(stmt.selected_columns)[1:], kinds, types)):
         if kind is not None or type_ == pa.string():
@@ -359,7 +361,10 @@ def _worker_sql(stmt, id_col, kinds: list[str | None], types: list[pa.DataType],
         value = col if isinstance(col, Label) and sql_type is Text else cast(_base(col), sql_type)
         if isinstance(value, Label):
             value = value.element
-        nullable = getattr(_base(col), "nullable", True)
+        # an integer column that is all null in the driver's first batch is inferred as int64, its own
+        # type, and later values fit it: nulls can come as nulls. A text or float column cannot (int64
+        # inferred from nulls, then a string or a float fails the batch), so it is read non-null with a flag.
+        nullable = getattr(_base(col), "nullable", True) and sql_type is not Integer
         if nullable:
             exprs.append(func.ifnull(value, literal(default, sql_type)).label(f"c{i}"))
             exprs.append(cast(_base(col).is_(None), Integer).label(f"n{i}"))

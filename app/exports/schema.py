@@ -401,8 +401,8 @@ def render_markdown() -> str:
         "emptied after every row group (no temporary file, no whole file in memory). Report tables are "
         "computed in memory first (they are small aggregates). CSV and Parquet of `scenarios`, `principals`, "
         "`agents`, `events` and `audits` are read with one query, chunk by chunk (a server-side cursor on "
-        "PostgreSQL), and built column-wise with Arrow; their JSON values go out as the compact text the "
-        "database holds, without being decoded."),
+        "PostgreSQL), and built column-wise with Arrow, 16,384 rows a chunk (one Parquet row group); their "
+        "JSON values go out as the compact text the database holds, without being decoded."),
         "",
         "## Types",
         "",

@@ -156,6 +156,9 @@ class Inspection:
     suggest_agents: bool = False
     #: runs held in files (app.ingest.inspect_runs.RunsFound): how, and how many per file
     runs_found: Any = None
+    #: families whose files differ in shape: [(file pattern, role, {family: keys only it has})],
+    #: from at least one run of every family (up to MAX_FAMILIES); proposed as ``blocks:``
+    family_shapes: list[tuple[str, str | None, dict[str, list[str]]]] = field(default_factory=list)
 
 
 # --------------------------------------------------------------------------- walking
@@ -612,9 +615,50 @@ def _inspect_foreign(root: Path, taxonomy: Any) -> Inspection:
             g.role = "metadata"
         else:
             g.role, g.param = _classify(g)
+    ins.family_shapes = _family_shapes(root, ins)
     ins.profile = _build_profile(ins, root, markers, taxonomy if taxonomy is not None else load_taxonomy(None))
     ins.unmapped = [g.pattern for g in ins.groups.values() if g.role is None]
     return ins
+
+
+#: families looked at for differences in shape (one run each beyond the sample)
+MAX_FAMILIES = 50
+
+
+def _family_shapes(root: Path, ins: Inspection) -> list[tuple[str, str | None, dict[str, list[str]]]]:
+    """Per file pattern, the top-level keys that some families' files have and others lack, read
+    from the sampled runs plus the first run of every family the sample missed (so that a family
+    sorted after the sample is looked at too). Only when the path names a family."""
+    tpl = ins.path_template if isinstance(ins.path_template, str) else None
+    if not tpl or not tpl.startswith("{family}/") or ins.single_run:
+        return []
+    by_family: dict[str, list[str]] = defaultdict(list)
+    for rel in ins.run_dirs:
+        by_family[rel.split("/", 1)[0]].append(rel)
+    if len(by_family) < 2 or len(by_family) > MAX_FAMILIES:
+        return []
+    sampled = set(ins.run_dirs[:SAMPLE_RUNS])
+    keys: dict[str, dict[str, set[str]]] = defaultdict(lambda: defaultdict(set))
+    for family, rels in by_family.items():
+        for rel_dir in [r for r in rels if r in sampled] or rels[:1]:
+            d = root / rel_dir
+            for sub, files in _walk(d):
+                for f in files:
+                    rel = (sub / f).relative_to(d).as_posix()
+                    pat = _pattern(rel)
+                    if pat not in ins.groups:
+                        continue
+                    recs, _ = _records(d / rel)
+                    keys[pat][family].update(k for r in recs if isinstance(r, dict) for k in r)
+    out = []
+    for pat, fams in keys.items():
+        if len(fams) < len(by_family):
+            continue  # a file some families lack altogether: no difference of shape to map
+        common = set.intersection(*fams.values())
+        own = {f: sorted(k - common) for f, k in sorted(fams.items()) if k - common}
+        if own:
+            out.append((pat, ins.groups[pat].role, own))
+    return out
 
 
 def _build_profile(ins: Inspection, root: Path, markers: list[str], taxonomy: Any) -> Profile:
@@ -1065,6 +1109,12 @@ def render(ins: Inspection) -> str:
         if rf is not None:
             out.append("files the profile does not read (listed as unused on import): "
                        + (", ".join(d.unused[:12]) or f"none (every file of {ins.root} was read)"))
+    if ins.family_shapes:
+        out.append("families whose files differ in shape (keys only some families have; a `blocks:` entry per "
+                   "family is proposed in the starter profile):")
+        for pat, role, own in ins.family_shapes:
+            out.append(f"  {pat} ({role or 'no role'}): " + "; ".join(
+                f"{fam}: {', '.join(ks[:8])}{' ...' if len(ks) > 8 else ''}" for fam, ks in own.items()))
     if ins.suggest_agents:
         out.append("suggest agents: {from: actors} (the log's actors are named in no metadata)")
     if ins.suggestions or ins.suggest_agents:
@@ -1079,7 +1129,50 @@ def profile_text(ins: Inspection) -> str:
     if not ins.profile:
         return ""
     text = dump_profile(ins.profile, header)
-    return _with_suggestions(text, ins) if ins.suggestions or ins.suggest_agents else text
+    text = _with_suggestions(text, ins) if ins.suggestions or ins.suggest_agents else text
+    return text + _family_blocks(ins) if ins.family_shapes else text
+
+
+def _family_blocks(ins: Inspection) -> str:
+    """A commented ``blocks:`` entry per family whose files have keys of their own: each maps the
+    family's own keys to the fields the profile reads them as (where the profile maps them at
+    all), so that one family's key is not tried for another's; keys the profile does not map are
+    named in a comment."""
+    keys_spec = (ins.profile.spec.get("keys") or {}) if ins.profile else {}
+    per_family: dict[str, dict[str, dict[str, str]]] = defaultdict(dict)
+    loose: dict[str, list[str]] = defaultdict(list)
+    for pat, role, own in ins.family_shapes:
+        fields = keys_spec.get(role or "") or {}
+        syn = {**EVENT_SYNONYMS, **SUGGEST_SYNONYMS} if role in _EVENT_ROLES else META_SYNONYMS if role == "metadata" \
+            else {}
+        for fam, ks in own.items():
+            mapped: dict[str, str] = {}
+            for k in ks:  # the field the profile reads the key as, else the field its name suggests
+                field_ = next((f for f, cand in fields.items() if k == cand or (isinstance(cand, list) and k in cand)),
+                              None) or next((f for f, words in syn.items() if k.lower() in words), None)
+                if field_ is not None:
+                    mapped.setdefault(field_, k)
+            if mapped and role:
+                per_family[fam].setdefault(role, {}).update(mapped)
+            rest = [k for k in ks if k not in mapped.values()]
+            if rest:
+                loose[fam].append(f"{pat}: {', '.join(rest)}")
+    lines = ["", "# The families' files differ in shape (keys only some families have, from at least one run of",
+             "# each family). A block per family maps its own keys; delete the '#~ ' to accept",
+             "# (docs/importing.md, \"Per-family and per-task blocks\"):"]
+    if not per_family:
+        lines.append("# (none of those keys is mapped yet: map them under keys:, then a block per family)")
+    else:
+        lines.append(f"{MARK}blocks:")
+    for fam in sorted(set(per_family) | set(loose)):
+        if fam in per_family:
+            lines.append(f"{MARK}  - when: {{family: {json.dumps(fam)}}}")
+            lines.append(f"{MARK}    keys:")
+            for role, mapped in per_family[fam].items():
+                lines.append(f"{MARK}      {role}: " + json.dumps(mapped))
+        for note in loose.get(fam, []):
+            lines.append(f"#   family {fam}, keys no field takes yet: {note}")
+    return "\n".join(lines) + "\n"
 
 
 def _with_suggestions(text: str, ins: Inspection) -> str:

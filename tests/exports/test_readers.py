@@ -78,6 +78,21 @@ def test_columns_null_in_the_first_batch_keep_their_type(stored, adbc, monkeypat
     assert str(table.schema.field("hop").type) == "int64" and str(table.schema.field("ts").type) == "string"
 
 
+def test_boolean_and_float_columns_null_in_the_first_batch_keep_their_type(stored, adbc, monkeypatch):  # noqa: F811
+    # integer and boolean columns come with their nulls (no flag): all null in the first batch is int64
+    with Session(stored) as s:
+        first = s.execute(text("SELECT min(id) FROM principal")).scalar_one()
+        s.execute(text("UPDATE principal SET success = NULL, score = NULL WHERE id < :lim"), {"lim": first + 3})
+        s.execute(text("UPDATE principal SET success = :t, score = 0.25 WHERE id >= :lim"), {"lim": first + 3, "t": True})
+        s.commit()
+    for fmt in ("csv", "parquet"):
+        assert _export(stored, "principals", fmt, 2) == _cursor_export(stored, "principals", fmt, monkeypatch, 2)
+    table = pq.read_table(io.BytesIO(_export(stored, "principals", "parquet", 2)))
+    success = table.column("success").to_pylist()
+    assert success[:3] == [None] * 3 and set(success[3:]) == {True} and str(table.schema.field("success").type) == "bool"
+    assert table.column("score").to_pylist()[:3] == [None] * 3 and str(table.schema.field("score").type) == "double"
+
+
 def test_reader_process_is_ended_when_the_export_stops_early(stored, adbc, monkeypatch):  # noqa: F811
     procs = []
     popen = subprocess.Popen

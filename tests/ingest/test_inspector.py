@@ -117,3 +117,57 @@ def test_the_episodes_layout_starter_profile_accepted_imports_under_strict(engin
     summary = import_paths(engine, [str(info["root"])], profile=str(prof), strict=True)
     assert (summary.imported, summary.rejected) == (3, 0), summary.errors[:3]
     shutil.rmtree(tmp_path / "ep")
+
+
+# --------------------------------------------------------------------------- families that differ in shape
+
+def _family_tree(root: Path, n_first: int = 2) -> Path:
+    """Two families whose chat files name the speaker and the text differently: `aaa` (n_first runs,
+    `sender` / `text`) and `zzz` (one run, `speaker` / `body`), each run with a marker file."""
+    shapes = {"aaa": ("sender", "text", n_first), "zzz": ("speaker", "body", 1)}
+    for fam, (who_key, text_key, n) in shapes.items():
+        for i in range(n):
+            d = root / fam / "t1" / f"r{i:02d}"
+            d.mkdir(parents=True)
+            (d / "meta.json").write_text(json.dumps({"episode": f"{fam}-{i}"}))
+            (d / "chat.jsonl").write_text("".join(
+                json.dumps({who_key: who, text_key: f"{who} says {j}", "n": j}) + "\n"
+                for j, who in enumerate(("customer", "agent"))))
+    return root
+
+
+@pytest.mark.parametrize("n_first", [2, 30])  # 30: the second family lies beyond the sampled runs
+def test_inspect_proposes_a_block_per_family_whose_files_differ_and_accepted_it_imports(tmp_path, n_first):
+    root = _family_tree(tmp_path / "fam", n_first)
+    ins = inspect_tree(root)
+    assert ins.family_shapes == [("chat.jsonl", "conversation",
+                                  {"aaa": ["sender", "text"], "zzz": ["body", "speaker"]})]
+    report = render(ins)
+    assert "families whose files differ in shape" in report and "zzz: body, speaker" in report
+    starter = profile_text(ins)
+    assert f"{MARK}blocks:" in starter and f'{MARK}  - when: {{family: "zzz"}}' in starter
+    accepted = tmp_path / "p.yaml"
+    accepted.write_text(_accept(starter))
+    import yaml
+
+    blocks = yaml.safe_load(accepted.read_text())["blocks"]
+    assert blocks == [{"when": {"family": "aaa"}, "keys": {"conversation": {"actor": "sender", "content": "text"}}},
+                      {"when": {"family": "zzz"}, "keys": {"conversation": {"actor": "speaker", "content": "body"}}}]
+    runs = [i.run for i in iter_path(root, profile=accepted) if i.run]
+    assert len(runs) == n_first + 1
+    for run in runs:
+        msgs = [e for e in run["events"] if e["kind"] == "message"]
+        assert [e["actor"] for e in msgs] == ["customer", "agent"], run["run_id"]
+        assert [e["content"] for e in msgs] == ["customer says 0", "agent says 1"]
+
+
+def test_no_block_is_proposed_when_the_families_files_have_one_shape(tmp_path):
+    root = tmp_path / "same"
+    for fam in ("aaa", "zzz"):
+        d = root / fam / "t1" / "r1"
+        d.mkdir(parents=True)
+        (d / "meta.json").write_text(json.dumps({"episode": fam}))
+        (d / "chat.jsonl").write_text(json.dumps({"sender": "customer", "text": "hi"}) + "\n")
+    ins = inspect_tree(root)
+    assert ins.family_shapes == []
+    assert "blocks" not in profile_text(ins) and "differ in shape" not in render(ins)
