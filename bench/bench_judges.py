@@ -13,7 +13,7 @@ seconds of the runner's process and of the stand-in are given too: on a shared m
 times follow the load, the CPU much less.
 
     python bench/bench_judges.py                    # 500 runs, the runner in 1 process and in 2
-    python bench/bench_judges.py --quick            # 100 runs
+    python bench/bench_judges.py --quick            # 48 runs (3 chunks of 16)
     python bench/bench_judges.py --processes 2      # only in 2 processes (repeatable)
 
 With 2 processes (`limits.processes`, issue 22's runner split) the "runner CPU" is the lead
@@ -160,7 +160,7 @@ def main(quick: bool = False, n_runs: int | None = None, processes: list[int] | 
     from app.judges import service
     from tests.judges.helpers import judge_file
 
-    n = n_runs or (100 if quick else 500)
+    n = n_runs or (48 if quick else 500)
     engines = {p: _database(n) for p in processes or [1, 2]}
     proc = subprocess.Popen([sys.executable, "-c", SERVER, str(n)], cwd=ROOT, stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
