@@ -243,7 +243,11 @@ def test_writes_the_results_do_not_read_leave_it_fresh(corpus, engine, write):
 
 
 def _tables_in(sql: str, names: set[str]) -> set[str]:
-    return {m for m in re.findall(r'\b(?:FROM|JOIN|INTO|UPDATE)\s+"?([a-z_]+)"?', sql, re.IGNORECASE) if m in names}
+    """The tables a statement names: after FROM / JOIN / INTO / UPDATE, and as the qualifier of a
+    column (``run.id``; SQLAlchemy qualifies every column, so a comma join is seen too)."""
+    found = re.findall(r'\b(?:FROM|JOIN|INTO|UPDATE)\s+"?([a-z_]+)"?', sql, re.IGNORECASE)
+    found += re.findall(r'"?\b([a-z_]+)"?\.', sql)
+    return {m for m in found if m in names}
 
 
 #: parameters of every stored kind, as its route resolves them (with a study where the kind takes one)
