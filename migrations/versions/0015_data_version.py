@@ -15,6 +15,12 @@ other row locks, and concurrent writers on different connections rarely wait for
 SQLite (row triggers only; its writers take turns anyway): each written row bumps row 0. The
 bump is in the writer's transaction, so it is visible exactly when its data are, to every process.
 
+Annotations and labels count only when they are (or were) submitted, or belong to a submitted
+annotation (the results read nothing else): a draft's autosave bumps nothing, its submission or
+withdrawal does (the annotation's status changes). These two tables have row triggers on
+PostgreSQL too, whose WHEN skips every row once the transaction is noted. A label whose
+annotation is gone counts.
+
 The table list and the user columns are frozen here as they were at this revision: a later change
 to what the results read changes them in a migration of its own.
 """
@@ -37,14 +43,61 @@ WRITTEN = "a2a_data_version_written"
 SETTING = "a2a.data_version_bumped"
 
 
+#: the tables whose rows count only when they are, or belong to, a submitted annotation (the
+#: results read submitted annotations only: a draft's autosave bumps nothing)
+SUBMITTED_ONLY = ("annotation", "label")
+NOTE = "a2a_note_data_write"
+ANNOTATION = "a2a_annotation_written"
+LABEL = "a2a_label_written"
+GUARD = f"current_setting('{SETTING}', true) IS DISTINCT FROM 'on'"
+
+
 def _pg_upgrade() -> None:
     # a write: note the transaction in data_version_pending, once per transaction
     op.execute(f"""
-CREATE OR REPLACE FUNCTION {WRITTEN}() RETURNS trigger LANGUAGE plpgsql AS $$
+CREATE OR REPLACE FUNCTION {NOTE}() RETURNS void LANGUAGE plpgsql AS $$
 BEGIN
-    IF current_setting('{SETTING}', true) IS DISTINCT FROM 'on' THEN
+    IF {GUARD} THEN
         INSERT INTO data_version_pending (txid) VALUES (txid_current()) ON CONFLICT DO NOTHING;
         PERFORM set_config('{SETTING}', 'on', true);
+    END IF;
+END
+$$""")
+    op.execute(f"""
+CREATE OR REPLACE FUNCTION {WRITTEN}() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM {NOTE}();
+    RETURN NULL;
+END
+$$""")
+    # an annotation counts when it is or was submitted
+    op.execute(f"""
+CREATE OR REPLACE FUNCTION {ANNOTATION}() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF TG_OP = 'INSERT' THEN
+        IF NEW.status = 'submitted' THEN PERFORM {NOTE}(); END IF;
+    ELSIF TG_OP = 'DELETE' THEN
+        IF OLD.status = 'submitted' THEN PERFORM {NOTE}(); END IF;
+    ELSIF NEW.status = 'submitted' OR OLD.status = 'submitted' THEN
+        PERFORM {NOTE}();
+    END IF;
+    RETURN NULL;
+END
+$$""")
+    # a label counts unless its annotation is known and not submitted (a draft's): an annotation
+    # that changes status is itself written, and counted, in that transaction
+    op.execute(f"""
+CREATE OR REPLACE FUNCTION {LABEL}() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+    st text;
+BEGIN
+    IF TG_OP <> 'INSERT' THEN
+        SELECT status INTO st FROM annotation WHERE id = OLD.annotation_id;
+        IF NOT FOUND OR st = 'submitted' THEN PERFORM {NOTE}(); RETURN NULL; END IF;
+    END IF;
+    IF TG_OP <> 'DELETE' THEN
+        SELECT status INTO st FROM annotation WHERE id = NEW.annotation_id;
+        IF NOT FOUND OR st = 'submitted' THEN PERFORM {NOTE}(); END IF;
     END IF;
     RETURN NULL;
 END
@@ -63,9 +116,28 @@ $$""")
     op.execute("CREATE CONSTRAINT TRIGGER a2a_data_version_commit AFTER INSERT ON data_version_pending "
                f"DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION {FUNCTION}()")
     for t in TABLES:
+        if t in SUBMITTED_ONLY:  # row triggers, called only until the transaction is noted
+            op.execute(f'CREATE TRIGGER a2a_data_version AFTER TRUNCATE ON "{t}" '
+                       f"FOR EACH STATEMENT EXECUTE FUNCTION {WRITTEN}()")
+            op.execute(f'CREATE TRIGGER a2a_data_version_row AFTER INSERT OR UPDATE OR DELETE ON "{t}" '
+                       f"FOR EACH ROW WHEN ({GUARD}) EXECUTE FUNCTION "
+                       f"{ANNOTATION if t == 'annotation' else LABEL}()")
+            continue
         update = f"UPDATE OF {', '.join(USER_COLUMNS)}" if t == "user_account" else "UPDATE"
         op.execute(f'CREATE TRIGGER a2a_data_version AFTER INSERT OR {update} OR DELETE OR TRUNCATE ON "{t}" '
                    f"FOR EACH STATEMENT EXECUTE FUNCTION {WRITTEN}()")
+
+
+def _sqlite_when(t: str, event: str) -> str:
+    if t == "annotation":
+        return {"INSERT": " WHEN NEW.status = 'submitted'", "DELETE": " WHEN OLD.status = 'submitted'",
+                "UPDATE": " WHEN NEW.status = 'submitted' OR OLD.status = 'submitted'"}[event]
+    if t == "label":
+        def counts(row: str) -> str:
+            return f"coalesce((SELECT status FROM annotation WHERE id = {row}.annotation_id), 'submitted') = 'submitted'"
+        return {"INSERT": f" WHEN {counts('NEW')}", "DELETE": f" WHEN {counts('OLD')}",
+                "UPDATE": f" WHEN {counts('NEW')} OR {counts('OLD')}"}[event]
+    return ""
 
 
 def _sqlite_upgrade() -> None:
@@ -74,8 +146,8 @@ def _sqlite_upgrade() -> None:
     for t in TABLES:
         for event in ("INSERT", "UPDATE", "DELETE"):
             on = f"UPDATE OF {', '.join(USER_COLUMNS)}" if (t, event) == ("user_account", "UPDATE") else event
-            op.execute(f'CREATE TRIGGER a2a_data_version_{t}_{event.lower()} AFTER {on} ON "{t}" '
-                       f"BEGIN {bump} END")
+            op.execute(f'CREATE TRIGGER a2a_data_version_{t}_{event.lower()} AFTER {on} ON "{t}"'
+                       f"{_sqlite_when(t, event)} BEGIN {bump} END")
 
 
 def upgrade() -> None:
@@ -101,9 +173,10 @@ def downgrade() -> None:
     if op.get_bind().dialect.name == "postgresql":
         for t in TABLES:
             op.execute(f'DROP TRIGGER IF EXISTS a2a_data_version ON "{t}"')
+            op.execute(f'DROP TRIGGER IF EXISTS a2a_data_version_row ON "{t}"')
         op.execute("DROP TRIGGER IF EXISTS a2a_data_version_commit ON data_version_pending")
-        op.execute(f"DROP FUNCTION IF EXISTS {WRITTEN}()")
-        op.execute(f"DROP FUNCTION IF EXISTS {FUNCTION}()")
+        for fn in (WRITTEN, ANNOTATION, LABEL, FUNCTION, NOTE):
+            op.execute(f"DROP FUNCTION IF EXISTS {fn}()")
     else:
         for t in TABLES:
             for event in ("insert", "update", "delete"):

@@ -73,6 +73,21 @@ def _label_saved(e: Engine) -> None:
         s.commit()
 
 
+def _draft(e: Engine, user: str, run: str, status: str, mode: str = "CF1") -> None:
+    with Session(e) as s:
+        save_annotation(s, get_user(s, user), s.get(Run, _pk(s, run)), latest(s, "a2-failures"),
+                        [{"mode": mode, "agent": "buyer_agent", "evidence": [1]}], status=status)
+        s.commit()
+
+
+def _draft_submitted(e: Engine) -> None:  # d's draft on r1 (tests/agreement_db/_hand.py)
+    _draft(e, "d", "r1", "submitted")
+
+
+def _submission_withdrawn(e: Engine) -> None:  # a's submitted r1 back to a draft
+    _draft(e, "a", "r1", "draft")
+
+
 def _runs_imported(e: Engine) -> None:  # the loader: multi-row INSERT + COPY (PostgreSQL) / executemany
     summary = load_items(e, [ImportItem(run=normalize_run(raw_run(f"n{i}"))) for i in range(3)])
     assert summary.imported == 3
@@ -165,7 +180,8 @@ def _labels_bulk_copied(e: Engine) -> None:  # raw bulk load beside the app: COP
 
 
 WRITES: dict[str, Callable[[Engine], None]] = {
-    "label saved": _label_saved, "runs imported": _runs_imported, "run replaced": _run_replaced,
+    "label saved": _label_saved, "draft submitted": _draft_submitted, "submission withdrawn": _submission_withdrawn,
+    "runs imported": _runs_imported, "run replaced": _run_replaced,
     "run deleted": _run_deleted, "gold adjudicated": _gold_adjudicated, "detector labels": _detector_labels,
     "user becomes a judge": _user_becomes_judge, "user created": _user_created,
     "taxonomy edited": _taxonomy_edited, "scenario edited": _scenario_edited, "agent edited": _agent_edited,
@@ -186,6 +202,18 @@ def test_a_stored_result_goes_stale_after_each_kind_of_write(corpus, engine, wri
     again = _fresh_agreement(engine)
     assert again.state == "stale" and again.job_id is not None
     assert again.payload == first.payload  # the last result, served while the job recomputes
+
+
+def _drafts_saved(e: Engine) -> None:  # autosaves: d's draft again, a new draft by ann, its labels edited
+    _draft(e, "d", "r1", "draft", "GR1")
+    _draft(e, "ann", "r2", "draft")
+    _draft(e, "ann", "r2", "draft", "GR1")
+
+
+def _draft_deleted(e: Engine) -> None:
+    with e.begin() as c:
+        c.execute(text("DELETE FROM label WHERE annotation_id IN (SELECT id FROM annotation WHERE status = 'draft')"))
+        c.execute(text("DELETE FROM annotation WHERE status = 'draft'"))
 
 
 def _logged_out(e: Engine) -> None:  # user columns no result reads
@@ -225,7 +253,7 @@ def _rolled_back(e: Engine) -> None:
 
 
 OTHER_WRITES: dict[str, Callable[[Engine], None]] = {
-    "logout, role and password": _logged_out, "token created": _token_created, "job created": _job_created,
+    "drafts saved": _drafts_saved, "drafts deleted": _draft_deleted, "logout, role and password": _logged_out, "token created": _token_created, "job created": _job_created,
     "study member added": _member_added, "label save rolled back": _rolled_back,
 }
 
@@ -243,7 +271,11 @@ def test_writes_the_results_do_not_read_leave_it_fresh(corpus, engine, write):
 
 
 def _tables_in(sql: str, names: set[str]) -> set[str]:
-    return {m for m in re.findall(r'\b(?:FROM|JOIN|INTO|UPDATE)\s+"?([a-z_]+)"?', sql, re.IGNORECASE) if m in names}
+    """The tables a statement names: after FROM / JOIN / INTO / UPDATE, and as the qualifier of a
+    column (``run.id``; SQLAlchemy qualifies every column, so a comma join is seen too)."""
+    found = re.findall(r'\b(?:FROM|JOIN|INTO|UPDATE)\s+"?([a-z_]+)"?', sql, re.IGNORECASE)
+    found += re.findall(r'"?\b([a-z_]+)"?\.', sql)
+    return {m for m in found if m in names}
 
 
 #: parameters of every stored kind, as its route resolves them (with a study where the kind takes one)
@@ -298,6 +330,33 @@ def test_the_computations_read_only_the_tables_that_bump_the_version(corpus, eng
     assert {"label", "annotation", "run", "gold_label"} <= set().union(*seen.values())  # the listener saw them
 
 
+def test_drafts_change_no_computation(corpus, engine):
+    """Why a draft bumps nothing: every stored kind computes the same payload after drafts are
+    saved, added and deleted (the computations read submitted annotations only)."""
+    import json
+
+    from app.studies.service import get_study
+
+    kinds = results._kinds()
+
+    def payloads() -> str:
+        with Session(engine) as s:
+            study_id = get_study(s, "pilot").id
+            out = {}
+            for kind, params in KIND_PARAMS.items():
+                p = {**params, "study": (study_id, '{"family": ["commerce"]}')} if params.get("study") else params
+                out[kind] = kinds[kind](s, p)
+            return json.dumps(out, sort_keys=True, default=str)
+
+    before = payloads()
+    _drafts_saved(corpus)
+    assert payloads() == before
+    _draft_deleted(corpus)
+    assert payloads() == before
+    _draft_submitted(corpus)
+    assert payloads() != before  # and the test can tell
+
+
 def _triggers(engine: Engine) -> dict[str, set[str]]:
     """table -> the write events whose triggers bump the data version."""
     out: dict[str, set[str]] = {}
@@ -306,8 +365,10 @@ def _triggers(engine: Engine) -> dict[str, set[str]]:
             bits = {4: "insert", 8: "delete", 16: "update", 32: "truncate"}
             for table, tgtype in c.execute(text(
                     "SELECT c.relname, t.tgtype FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid "
-                    "JOIN pg_proc p ON p.oid = t.tgfoid WHERE p.proname = 'a2a_data_version_written'")):
-                assert not tgtype & 1, f"{table}: a statement-level trigger (one bump per COPY)"
+                    "JOIN pg_proc p ON p.oid = t.tgfoid WHERE p.proname IN "
+                    "('a2a_data_version_written', 'a2a_annotation_written', 'a2a_label_written')")):
+                # statement-level (one call per COPY), but for the two whose rows are looked at
+                assert not tgtype & 1 or table in ("annotation", "label"), table
                 out.setdefault(table, set()).update(name for bit, name in bits.items() if tgtype & bit)
         else:
             for table, sql in c.execute(text("SELECT tbl_name, sql FROM sqlite_master WHERE type = 'trigger'")):
