@@ -426,3 +426,25 @@ def test_inspect_gives_every_run_the_file_keys_even_with_dashes(tmp_path):
         '{timestamp: timestamp, info: info, "run-info": "run-info"}'
     runs, s = _read(f, ins.profile)
     assert runs[0]["metadata"]["run-info"] == {"harness": "tau2 1.0, patched"} and not s.errors
+
+
+def test_a_profiled_tree_of_run_directories_names_links_out_of_the_tree_too(tmp_path):
+    """The same walk for a tree read with a (non built-in) profile of run directories: a linked
+    file or directory leading out of the tree is reported unused, never read."""
+    from app.ingest.inspect import inspect_tree, profile_text
+    from tests.ingest.release_fixtures import build_chatlog
+
+    info = build_chatlog(tmp_path / "chat")
+    root = info["root"]
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    (outside / "secret.jsonl").write_text(json.dumps({"run_id": "secret", "events": []}) + "\n")
+    (root / "commerce" / "secret.jsonl").symlink_to(outside / "secret.jsonl")
+    (root / "commerce" / "more").symlink_to(outside, target_is_directory=True)
+    prof = _profile(tmp_path, profile_text(inspect_tree(root)), "chat.yaml")
+    assert not load_profile(prof).builtin_names  # read by the profiled walk, not the built-in one
+    runs, s = _read(root, prof)
+    assert len(runs) == len(info["runs"]) and "secret" not in {r["run_id"] for r in runs}
+    assert [u for u in s.unused_files if "symbolic link" in u] == [
+        f"{root}/commerce/more (symbolic link out of the tree: not followed)",
+        f"{root}/commerce/secret.jsonl (symbolic link out of the tree: not followed)"]
