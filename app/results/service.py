@@ -17,7 +17,9 @@ The **data version** is a counter kept by the database itself (`app.results.mode
 migration 0015_data_version): triggers on every table the payloads read (``RESULT_TABLES``) bump it
 in the transaction of each insert, update or delete (COPY, bulk inserts, cascades and TRUNCATE
 included, whichever process or tool writes), so it changes exactly when those data are committed
-and is the same in every process. Reading it is one statement over a 16-row table, however many
+and is the same in every process. Annotations and labels count only when they are, were or belong
+to a submitted annotation: the payloads read submitted annotations only, so drafts (the labelling
+page's autosave) leave every stored result fresh. Reading it is one statement over a 16-row table, however many
 labels there are; the data's size (runs + labels, for the inline decision) is counted only when
 nothing is stored yet. ``tests/results/test_data_version.py`` checks that the computations read no
 table outside ``RESULT_TABLES`` and that each of them carries its triggers.

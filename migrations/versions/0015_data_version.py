@@ -19,7 +19,10 @@ Annotations and labels count only when they are (or were) submitted, or belong t
 annotation (the results read nothing else): a draft's autosave bumps nothing, its submission or
 withdrawal does (the annotation's status changes). These two tables have row triggers on
 PostgreSQL too, whose WHEN skips every row once the transaction is noted. A label whose
-annotation is gone counts.
+annotation is gone counts. Every path of the app writes a label in the transaction that inserts
+or updates its annotation, whose row lock orders it after a concurrent submission; a tool that
+wrote labels alone, onto a draft being submitted at that moment by another connection, could go
+unseen until the next counted write.
 
 The table list and the user columns are frozen here as they were at this revision: a later change
 to what the results read changes them in a migration of its own.
