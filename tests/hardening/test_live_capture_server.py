@@ -22,6 +22,8 @@ from tests.capture import sdk_spans
 from tests.hardening.test_live_server import _admin_token, _peak_kb, _server
 
 PEAK_RSS_BOUND_KB = 500 * 1024
+#: probes a p99 is taken over (the 99th percentile of 200 leaves out the two slowest)
+MIN_PROBES = 200
 
 
 class Probe:
@@ -47,6 +49,7 @@ class Probe:
                 time.sleep(0.005)
 
     def __enter__(self):
+        self.t0 = time.monotonic()
         self.thread.start()
         return self
 
@@ -89,36 +92,52 @@ def test_otlp_attacks_keep_the_server_answering(engine, db_url, tmp_path):
         assert c.post("/v1/traces", content=b"").status_code == 200  # the decoding workers are started
         with Probe(base) as quiet:  # this (shared) machine's own latency, without an attack
             time.sleep(3)
+            while len(quiet.lat) < MIN_PROBES and time.monotonic() - quiet.t0 < 60:
+                time.sleep(0.1)  # a loaded machine answers slower: as many probes as the attacks get
         with Probe(base) as probe:
             time.sleep(0.3)
-            threads = [threading.Thread(target=attack, args=a, kwargs=k) for a, k in (
+            stateless = (
                 (("body over OTLP_MAX_BODY_BYTES", b"\0" * (20 << 20)), {}),
                 (("string over MAX_STRING_BYTES", huge_string), {}),
                 (("gzip bomb", bomb_body), {"Content-Encoding": "gzip"}),
                 (("30k spans", too_many), {}),
                 (("30k spans gzip", gzip.compress(too_many)), {"Content-Encoding": "gzip"}),
-            )]
+            )
+            threads = [threading.Thread(target=attack, args=a, kwargs=k) for a, k in stateless]
             for t in threads:
                 t.start()
             for i, batch in enumerate(growing):  # one trace growing past MAX_EVENTS_PER_RUN, then refused
                 attack(f"batch {i}", sdk_spans.protobuf(batch))
             for t in threads:
                 t.join(120)
+            rounds = 1
+            # the attacks again (they change nothing) until the probe has had enough answers
+            # during attacks for its p99 to be a percentile: a quick machine is done in ~2 s
+            while len(probe.lat) < MIN_PROBES and rounds < 10:
+                again = [threading.Thread(target=attack, args=a, kwargs=k) for a, k in stateless]
+                for t in again:
+                    t.start()
+                for t in again:
+                    t.join(120)
+                rounds += 1
             time.sleep(0.3)
         assert proc.poll() is None and probe.errors == [], probe.errors[:5]
         p99, base_p99 = probe.p99(), quiet.p99()
-        assert len(probe.lat) >= 200 and len(quiet.lat) >= 200, (len(probe.lat), len(quiet.lat))
-        print(f"/healthz during the OTLP attacks: {len(probe.lat)} probes, p99 {p99 * 1000:.0f} ms, "
+        assert len(probe.lat) >= MIN_PROBES and len(quiet.lat) >= MIN_PROBES, (len(probe.lat), len(quiet.lat))
+        print(f"/healthz during the OTLP attacks ({rounds} rounds): {len(probe.lat)} probes, p99 {p99 * 1000:.0f} ms, "
               f"max {max(probe.lat) * 1000:.0f} ms (without: p99 {base_p99 * 1000:.0f} ms); "
               f"peak RSS {_peak_kb(proc.pid) / 1024:.0f} MB; load {os.getloadavg()[0]:.1f}")
         # within 100 ms of what this machine answers anyway (on an idle machine: 100 ms)
         assert p99 < 0.1 + base_p99, f"/healthz p99 {p99 * 1000:.0f} ms (without an attack {base_p99 * 1000:.0f} ms)"
+        assert all(status < 500 for _, status, _ in results), [(n, st) for n, st, _ in results]
         by = {name: (status, content) for name, status, content in results}
-        assert all(status < 500 for status, _ in by.values()), {k: v[0] for k, v in by.items()}
-        for name in ("body over OTLP_MAX_BODY_BYTES", "gzip bomb", "30k spans", "30k spans gzip"):
-            assert by[name][0] == 413, (name, by[name])
-        ps = ExportTraceServiceResponse.FromString(by["string over MAX_STRING_BYTES"][1]).partial_success
-        assert ps.rejected_spans == 1 and "MAX_STRING_BYTES" in ps.error_message
+        for name, status, content in results:  # every round of the attacks answered the same
+            if name in ("body over OTLP_MAX_BODY_BYTES", "gzip bomb", "30k spans", "30k spans gzip"):
+                assert status == 413, (name, status, content[:200])
+            elif name == "string over MAX_STRING_BYTES":
+                ps = ExportTraceServiceResponse.FromString(content).partial_success
+                assert ps.rejected_spans == 1 and "MAX_STRING_BYTES" in ps.error_message
+        assert sum(name == "gzip bomb" for name, _, _ in results) == rounds
         last = ExportTraceServiceResponse.FromString(by[f"batch {len(growing) - 1}"][1]).partial_success
         assert last.rejected_spans == len(growing[-1]) and "was rejected" in last.error_message
         assert _peak_kb(proc.pid) < PEAK_RSS_BOUND_KB
