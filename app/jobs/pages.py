@@ -47,10 +47,16 @@ def _warnings(job: dict[str, Any]) -> list[str]:
         return []
     out: list[str] = []
     for w in result.get("warnings") or []:
-        out.append(w if isinstance(w, str) else str(w.get("message") or w))
+        if isinstance(w, dict) and w.get("location") and w.get("message"):  # an import's {location, message}
+            out.append(f"{w['location']}: {w['message']}")
+        else:
+            out.append(w if isinstance(w, str) else str(w.get("message") or w))
     for e in result.get("errors") or []:
         if isinstance(e, dict):
-            where = ", ".join(f"{k} {e[k]}" for k in ("file", "line", "run_id", "detector", "field") if e.get(k))
+            # an import's errors are {location, message} (location: file:line or the run); others name parts
+            parts = [str(e["location"])] if e.get("location") else []
+            parts += [f"{k} {e[k]}" for k in ("file", "line", "run_id", "detector", "field") if e.get(k)]
+            where = ", ".join(parts)
             out.append(f"{where}: {e.get('error') or e.get('message') or e}" if where else str(e))
         else:
             out.append(str(e))
