@@ -84,8 +84,9 @@ def test_an_upload_imports_through_the_job_and_the_job_page_shows_the_counts(cli
     assert 'class="job-done">done' in page
     assert 'id="result-imported">2<' in page and 'id="result-rejected">1<' in page
     assert 'id="result-unchanged">0<' in page
-    errors = re.search(r'<ul id="job-warnings">(.*?)</ul>', page, re.S).group(1)
-    assert "runs.jsonl:3" in errors  # the rejected run's location (file:line)
+    errors = re.search(r'<ul id="job-errors">(.*?)</ul>', page, re.S).group(1)
+    assert "runs.jsonl:3: " in errors  # the rejected run, at its location (file:line), with the reason
+    assert "{" not in errors  # readable, not a dict
     # the same file again: unchanged, counted on the job page
     r = client.post("/import", data={"csrf_token": token}, files={"file": ("runs.jsonl", body, "application/x-ndjson")})
     assert r.status_code == 200 and 'id="result-unchanged">2<' in r.text and 'id="result-imported">0<' in r.text
