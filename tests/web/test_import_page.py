@@ -61,6 +61,7 @@ def test_the_page_renders_for_reviewers_and_admins_and_not_for_annotators(client
         assert _form_token(page.text)
         assert '<option value="a2f-release-style">a2f-release-style</option>' in page.text  # the built-in profiles to choose from
         assert 'href="/import" aria-current="page"' in page.text  # linked from the navigation
+        assert 'href="/import">Import runs</a>' in client.get("/admin/progress").text  # and the admin menu
         client.cookies.clear()
     r = client.get("/import", follow_redirects=False)
     assert r.status_code == 303 and r.headers["location"].startswith("/login?next=")
