@@ -65,6 +65,7 @@ def test_the_page_renders_for_reviewers_and_admins_and_not_for_annotators(client
         client.cookies.clear()
     r = client.get("/import", follow_redirects=False)
     assert r.status_code == 303 and r.headers["location"].startswith("/login?next=")
+    assert "/import" not in client.get("/openapi.json").json()["paths"]  # a page, not part of the API
 
 
 def test_an_upload_imports_through_the_job_and_the_job_page_shows_the_counts(client, engine):
