@@ -1,5 +1,5 @@
 """The `/jobs` page: background jobs with their progress, result and error; cancel by button; and
-`/jobs/{id}`, one job: state, progress bar, warnings, a link to its result, the cancel button.
+`/jobs/{id}`, one job: state, progress bar, result summary, errors and warnings, a link to its result, the cancel button.
 
 Everybody sees their own jobs; reviewers and admins see all (the API's rule, `may_see`). While a
 job is queued or running the page refreshes itself every few seconds (a meta refresh: no script)."""
@@ -39,21 +39,37 @@ RESULT_PAGES = {"detect": ("/admin/detectors", "the detectors page and its score
                 "judge": ("/judges", "the judges page")}
 
 
+def _errors(job: dict[str, Any]) -> list[str]:
+    """A finished job's errors, each with where it happened: an import's rejected runs
+    (`{location, message}`, the location being file:line or the run), a detector run's failed
+    (run, detector) pairs."""
+    result = job.get("result")
+    if not isinstance(result, dict):
+        return []
+    out: list[str] = []
+    for e in result.get("errors") or []:
+        if isinstance(e, dict):
+            parts = [str(e["location"])] if e.get("location") else []
+            parts += [f"{k} {e[k]}" for k in ("file", "line", "run_id", "detector", "field") if e.get(k)]
+            where = ", ".join(parts)
+            out.append(f"{where}: {e.get('error') or e.get('message') or e}" if where else str(e))
+        else:
+            out.append(str(e))
+    return out
+
+
 def _warnings(job: dict[str, Any]) -> list[str]:
-    """What a finished job's result warns of: an import's warnings and errors, a detector run's
-    failed (run, detector) pairs and problems."""
+    """What a finished job's result warns of: an import's warnings (with their location), a
+    detector run's problems."""
     result = job.get("result")
     if not isinstance(result, dict):
         return []
     out: list[str] = []
     for w in result.get("warnings") or []:
-        out.append(w if isinstance(w, str) else str(w.get("message") or w))
-    for e in result.get("errors") or []:
-        if isinstance(e, dict):
-            where = ", ".join(f"{k} {e[k]}" for k in ("file", "line", "run_id", "detector", "field") if e.get(k))
-            out.append(f"{where}: {e.get('error') or e.get('message') or e}" if where else str(e))
+        if isinstance(w, dict) and w.get("location") and w.get("message"):  # an import's {location, message}
+            out.append(f"{w['location']}: {w['message']}")
         else:
-            out.append(str(e))
+            out.append(w if isinstance(w, str) else str(w.get("message") or w))
     out += [str(p) for p in result.get("problems") or []]
     return out
 
@@ -75,7 +91,7 @@ def job_page(request: Request, session: SessionDep, user: PageUser, job_id: str)
         raise HTTPException(404, f"no job {job_id!r}")
     row = dict(service.payload(job), may_cancel=may_cancel(user, job))
     active = row["state"] in ("queued", "running")
-    return render(request, "job.html", job=row, warnings=_warnings(row), link=_result_link(row),
+    return render(request, "job.html", job=row, errors=_errors(row), warnings=_warnings(row), link=_result_link(row),
                   refresh=REFRESH_SECONDS if active else None)
 
 

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, HTTPException, Query, Request
@@ -123,35 +125,10 @@ async def import_runs(request: Request, user: UploadUser, replace: bool = False,
     # temporary file (never held in memory) that is handed to an import job run by a worker.
     if user.role not in ("admin", "reviewer"):
         raise HTTPException(403, "requires role admin or reviewer")
-    from app.core.scratch import job_dir
     from app.jobs import service as jobs
 
     engine = request.app.state.engine
-    with await receive_upload(
-            request, lambda ct: "request-body.jsonl" if "ndjson" in ct or "jsonl" in ct else "request-body.json",
-            "empty body: send a JSON array, JSON Lines or a file") as up:
-        # the profile is checked before anything is stored or queued: a bad key is named in a 422
-        from app.ingest.profile import ProfileError, upload_profile
-
-        try:
-            prof = upload_profile(profile, up.fields.get("profile"))
-        except ProfileError as exc:
-            raise HTTPException(422, str(exc)) from None
-        job_id = jobs.new_id()
-        folder = job_dir(job_id)
-        path = await run_in_threadpool(up.hand_over, folder)
-    params = {"path": str(path), "filename": up.filename, "replace": replace, "strict": strict,
-              "folder": str(folder), "size": up.size}
-    if prof is not None:
-        params["profile"] = prof
-    from app.jobs.queue import broker_url
-
-    if broker_url() == "immediate":
-        # the job runs here, in this process (JOBS_BROKER=immediate): bounded as an in-process import
-        # is, by IMPORT_CPU_SECONDS and the client (stopped when it disconnects)
-        job = await run_bounded_import(request, _submit_import, engine, job_id, params, user.id)
-    else:
-        job = await run_in_threadpool(_submit_import, engine, job_id, params, user.id)
+    job = await start_import(request, user.id, lambda fields: ImportOptions(replace, strict, profile))
     location = f"/api/v1/jobs/{job.id}"
     wait = 0.0 if "respond-async" in request.headers.get("prefer", "").lower() else get_settings().import_wait_seconds
     if job.state not in FINAL and wait > 0:
@@ -171,6 +148,55 @@ async def import_runs(request: Request, user: UploadUser, replace: bool = False,
         return JSONResponse({"detail": f"the import failed: {job.error}", "job": location}, status_code=422,
                             headers={"Location": location})
     return JSONResponse({"job": jobs.payload(job)}, status_code=202, headers={"Location": location})
+
+
+@dataclass
+class ImportOptions:
+    """How an upload is imported: `replace`, `strict`, and `profile` (a built-in profile's name)."""
+
+    replace: bool = False
+    strict: bool = False
+    profile: str | None = None
+
+
+async def start_import(request: Request, user_id: int | None,
+                       options: Callable[[dict[str, bytes]], ImportOptions]):
+    """The one import path of an upload (REST `POST /api/v1/imports` and the web page `/import`):
+    stream the body (or its multipart field `file`) to the upload store within MAX_UPLOAD_BYTES
+    and the upload timeouts, read the options from `options(fields)` (the other multipart fields;
+    it may raise, e.g. the page's CSRF check, and then nothing is kept), check the profile (a bad
+    key: 422 naming it, before anything is stored or queued), then hand the file to an `import`
+    job and send it. Returns the job as it is after sending (done already with
+    JOBS_BROKER=immediate). Raises HTTPException 400/408/413/422 as `receive_upload` does."""
+    from app.core.scratch import job_dir
+    from app.jobs import service as jobs
+
+    engine = request.app.state.engine
+    with await receive_upload(
+            request, lambda ct: "request-body.jsonl" if "ndjson" in ct or "jsonl" in ct else "request-body.json",
+            "empty body: send a JSON array, JSON Lines or a file") as up:
+        opts = options(up.fields)
+        # the profile is checked before anything is stored or queued: a bad key is named in a 422
+        from app.ingest.profile import ProfileError, upload_profile
+
+        try:
+            prof = upload_profile(opts.profile, up.fields.get("profile"))
+        except ProfileError as exc:
+            raise HTTPException(422, str(exc)) from None
+        job_id = jobs.new_id()
+        folder = job_dir(job_id)
+        path = await run_in_threadpool(up.hand_over, folder)
+    params = {"path": str(path), "filename": up.filename, "replace": opts.replace, "strict": opts.strict,
+              "folder": str(folder), "size": up.size}
+    if prof is not None:
+        params["profile"] = prof
+    from app.jobs.queue import broker_url
+
+    if broker_url() == "immediate":
+        # the job runs here, in this process (JOBS_BROKER=immediate): bounded as an in-process import
+        # is, by IMPORT_CPU_SECONDS and the client (stopped when it disconnects)
+        return await run_bounded_import(request, _submit_import, engine, job_id, params, user_id)
+    return await run_in_threadpool(_submit_import, engine, job_id, params, user_id)
 
 
 def _submit_import(engine, job_id: str, params: dict[str, Any], user_id: int | None, budget: Any = None):

@@ -74,3 +74,18 @@ def study_switcher(session, user: User, action: str, current) -> dict:
     return {"studies": [s.name for s in visible_studies(session, user) if allowed(session, user, action, s)],
             "current": current.name if current is not None else "",
             "all_allowed": allowed(session, user, action, None)}
+
+
+def upload_page_user(request: Request) -> User:
+    """`page_user` for a page that receives an upload: the user is looked up in a database session
+    of its own, closed again before the route reads the body (as `UploadUser` does for REST), so a
+    slow upload holds no pooled connection."""
+    from app.core.db import session_scope
+
+    with session_scope(request.app.state.engine) as session:
+        user = page_user(request, session)
+        session.expunge(user)
+    return user
+
+
+UploadPageUser = Annotated[User, Depends(upload_page_user)]

@@ -20,6 +20,7 @@ ROUTER_MODULES = [
     "app.judges.views",
     "app.studies.views",
     "app.auth.views",
+    "app.runs.pages",  # before app.web.pages: /import is not a run
     "app.web.pages",
     "app.taxonomies.pages",
     "app.agreement.pages",

@@ -71,13 +71,16 @@ class SecurityHeaders:
 
 
 #: routes whose bodies are uploads (MAX_UPLOAD_BYTES); every other body is limited to MAX_REQUEST_BYTES
-UPLOAD_PATHS = ("/api/v1/imports", "/api/v1/annotations/import")
+UPLOAD_PATHS = ("/api/v1/imports", "/api/v1/annotations/import", "/import")
+#: upload routes of web pages: a declared Content-Length over the limit is refused by the route
+#: itself (the same 413, before the body is read) so that the page can show the reason in the form
+PAGE_UPLOAD_PATHS = ("/import",)
 UPLOAD_PREFIXES = ("/v1/",)  # OTLP (POST /v1/traces)
 
 
 class BodyLimit:
     """Pure ASGI middleware bounding every request body while it is received: MAX_UPLOAD_BYTES
-    on the upload routes, OTLP_MAX_BODY_BYTES on OTLP (/v1/traces), MAX_REQUEST_BYTES (forms,
+    on the upload routes (REST and the web upload page), OTLP_MAX_BODY_BYTES on OTLP (/v1/traces), MAX_REQUEST_BYTES (forms,
     JSON bodies) elsewhere. A declared
     Content-Length over the limit answers 413 at once; a chunked body is cut off the moment it
     passes the limit (413 from the route reading it). Nothing reads an unbounded body into
@@ -100,7 +103,7 @@ class BodyLimit:
             limit, name = s.max_upload_bytes, "MAX_UPLOAD_BYTES"
         else:
             limit, name = s.max_request_bytes, "MAX_REQUEST_BYTES"
-        for k, v in scope.get("headers", []):
+        for k, v in scope.get("headers", []) if path not in PAGE_UPLOAD_PATHS else ():
             if k == b"content-length" and v.isdigit() and int(v) > limit:
                 await _too_large(send, limit, name)
                 return

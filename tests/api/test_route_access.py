@@ -56,6 +56,9 @@ ROUTES: dict[tuple[str, str], Case] = {
     ("GET", "/api/v1/runs"): Case("/api/v1/runs", USER),
     ("GET", "/api/v1/runs/{run_id:path}"): Case("/api/v1/runs/r1", USER),
     ("POST", "/api/v1/imports"): Case("/api/v1/imports", REVIEWER, send={"json": [raw_run("r-imported")]}),
+    ("GET", "/import"): Case("/import", REVIEWER),
+    ("POST", "/import"): Case("/import", REVIEWER, ok=303, send={
+        "content": json.dumps(raw_run("r-page-imported")), "headers": {"Content-Type": "application/x-ndjson"}}),
     # taxonomies API
     ("GET", "/api/v1/taxonomies"): Case("/api/v1/taxonomies", USER),
     ("GET", "/api/v1/taxonomies/{ref}"): Case("/api/v1/taxonomies/a2-failures", USER),
