@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import gzip
 import os
+import subprocess
+import sys
 import threading
 import time
 import zlib
@@ -26,36 +28,58 @@ PEAK_RSS_BOUND_KB = 500 * 1024
 MIN_PROBES = 200
 
 
+PROBE = r"""
+import sys, threading, time
+import httpx
+stop = threading.Event()
+threading.Thread(target=lambda: (sys.stdin.read(), stop.set()), daemon=True).start()
+with httpx.Client(timeout=10) as c:
+    while not stop.is_set():
+        t0 = time.perf_counter()
+        try:
+            r = c.get(sys.argv[1] + "/healthz")
+            err = "" if r.status_code == 200 else f" {r.status_code}"
+        except httpx.HTTPError as exc:
+            err = f" {type(exc).__name__}"
+        print(f"{time.perf_counter() - t0:.6f}{err}", flush=True)
+        time.sleep(0.005)
+"""
+
+
 class Probe:
-    """GET /healthz every 5 ms in a thread; the latencies. Often enough that the attacks (about two
-    seconds) give some hundreds of probes, so that their p99 is a percentile and not the one
-    slowest probe: with 60 probes, one scheduler stall of a shared machine decided the test."""
+    """GET /healthz every 5 ms from a process of its own; the latencies. Often enough that the
+    attacks (about two seconds) give some hundreds of probes, so that their p99 is a percentile and
+    not the one slowest probe. A process, not a thread of the test: the attacks' client threads
+    (20 MB bodies through httpx) hold this process's GIL, and a probe among them measured their
+    waits as the server's."""
 
     def __init__(self, base: str):
-        self.base, self.lat, self.errors, self.stop = base, [], [], threading.Event()
-        self.thread = threading.Thread(target=self.run, daemon=True)
+        self.base, self.lat, self.errors = base, [], []
 
-    def run(self):
-        with httpx.Client(timeout=10) as c:
-            while not self.stop.is_set():
-                t0 = time.perf_counter()
-                try:
-                    r = c.get(self.base + "/healthz")
-                    if r.status_code != 200:
-                        self.errors.append(r.status_code)
-                except httpx.HTTPError as exc:
-                    self.errors.append(repr(exc))
-                self.lat.append(time.perf_counter() - t0)
-                time.sleep(0.005)
+    def _read(self):
+        for line in self.proc.stdout:
+            took, _, err = line.strip().partition(" ")
+            self.lat.append(float(took))
+            if err:
+                self.errors.append(err)
 
     def __enter__(self):
+        self.proc = subprocess.Popen([sys.executable, "-c", PROBE, self.base], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, text=True)
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+        deadline = time.monotonic() + 30
+        while not self.lat and time.monotonic() < deadline:  # probing has begun
+            time.sleep(0.01)
+        assert self.lat, "the probe process never answered"
+        self.lat.clear()
         self.t0 = time.monotonic()
-        self.thread.start()
         return self
 
     def __exit__(self, *exc):
-        self.stop.set()
-        self.thread.join(15)
+        self.proc.stdin.close()
+        self.proc.wait(15)
+        self.reader.join(15)
 
     def p99(self) -> float:
         lat = sorted(self.lat)
