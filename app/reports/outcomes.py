@@ -527,6 +527,18 @@ def _in_runs(f: _Frame, run_index: pd.Index) -> tuple[np.ndarray, np.ndarray, np
     return run_id, run_pos, ok & (run_pos >= 0)
 
 
+def _once_per_run(f: _Frame, run_index: pd.Index, key: str, what: str):
+    """The rows' run (`_in_runs`) and their required ``key`` column, each (run, key) pair
+    checked to appear once ("<frame> row i: duplicate <what> 'x' in run 'y'"): run_id, run_pos,
+    run_ok, the key's values and validity, and the pairs."""
+    run_id, run_pos, run_ok = _in_runs(f, run_index)
+    kid, kid_ok = f.req_str(key)
+    pairs = _Pairs(run_id, run_pos, kid, run_ok & kid_ok)
+    f.check(pairs.duplicated(), lambda i, row: f"{f.name} row {i}: duplicate {what} {row[key]!r} "
+                                               f"in run {row['run_id']!r}")
+    return run_id, run_pos, run_ok, kid, kid_ok, pairs
+
+
 def _principals_columns(principals: pd.DataFrame, run_index: pd.Index
                         ) -> tuple[pd.DataFrame, _Metrics, _Pairs]:
     """The principals frame checked (run_id naming a run, principal_id once per run, kind,
@@ -534,11 +546,7 @@ def _principals_columns(principals: pd.DataFrame, run_index: pd.Index
     kind, known (the success flag is present), flag, score (NaN when missing); the numeric
     metrics in long form (see :meth:`_Frame.metrics`); the (run, principal) pairs."""
     f = _Frame(principals, "principals", PRINCIPAL_COLUMNS)
-    run_id, run_pos, run_ok = _in_runs(f, run_index)
-    pid, pid_ok = f.req_str("principal_id")
-    pairs = _Pairs(run_id, run_pos, pid, run_ok & pid_ok)
-    f.check(pairs.duplicated(), lambda i, row: f"principals row {i}: duplicate principal "
-                                               f"{row['principal_id']!r} in run {row['run_id']!r}")
+    run_id, run_pos, run_ok, pid, pid_ok, pairs = _once_per_run(f, run_index, "principal_id", "principal")
     kind = f.choice("kind", PRINCIPAL_KINDS, optional=True)[0]
     known, flag = f.flag("success")
     out = pd.DataFrame({
@@ -556,11 +564,7 @@ def _agents_columns(agents: pd.DataFrame, run_index: pd.Index, principal_pairs: 
     a principal of that run, role, model, harness), plus ``run`` and ``p`` (the positions of the
     agent's run and principal); and the (run, agent) pairs."""
     f = _Frame(agents, "agents", AGENT_COLUMNS)
-    run_id, run_pos, run_ok = _in_runs(f, run_index)
-    aid, aid_ok = f.req_str("agent_id")
-    pairs = _Pairs(run_id, run_pos, aid, run_ok & aid_ok)
-    f.check(pairs.duplicated(), lambda i, row: f"agents row {i}: duplicate agent {row['agent_id']!r} "
-                                               f"in run {row['run_id']!r}")
+    run_id, run_pos, run_ok, aid, aid_ok, pairs = _once_per_run(f, run_index, "agent_id", "agent")
     pid, pid_ok = f.req_str("principal_id")
     p = np.full(f.n, -1, dtype=np.int64)
     both = run_ok & aid_ok & pid_ok
