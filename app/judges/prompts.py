@@ -174,8 +174,7 @@ def taxonomy_vars(tax_def: dict[str, Any], key: str, version: int, only: list[st
             "modes": modes, "modes_text": "\n".join(lines)}
 
 
-def _event_line(e: dict[str, Any], place: dict[str, Any], p_name: dict[str, str]) -> str:
-    placement = place["placement"]
+def _event_line(e: dict[str, Any], placement: str, principal_dir: str | None, p_name: dict[str, str]) -> str:
     actor = e["actor"]
     recips = [r for r in e.get("recipients") or [] if r != actor]
     if placement == "shared":
@@ -183,7 +182,7 @@ def _event_line(e: dict[str, Any], place: dict[str, Any], p_name: dict[str, str]
     elif placement == "private":
         where = f"private {actor}"
     elif placement == "principal":
-        if place.get("principal_dir") == "from_principal":
+        if principal_dir == "from_principal":
             where = f"principal {p_name.get(actor, actor)} -> {', '.join(recips) or 'its agents'}"
         else:
             where = f"principal {actor} -> {', '.join(p_name.get(r, r) for r in recips)}"
@@ -200,8 +199,8 @@ def _event_line(e: dict[str, Any], place: dict[str, Any], p_name: dict[str, str]
 def run_view(run: dict[str, Any], tax: dict[str, Any], *, success_threshold: float = 0.5) -> RunView:
     """Prepare a canonical run (as `app.runs.service.to_canonical` gives it) for prompting, placing
     every event in its lane with the run page's own rules (`app.web.trace.build_lanes` and
-    `place_event`). The demo's seeded truth and the run's audits and checks are left out."""
-    from app.web.trace import build_lanes, place_event
+    `placement_of`). The demo's seeded truth and the run's audits and checks are left out."""
+    from app.web.trace import build_lanes, placement_of
 
     principals_in = list(run.get("principals") or [])
     agents_in = list(run.get("agents") or [])
@@ -213,10 +212,8 @@ def run_view(run: dict[str, Any], tax: dict[str, Any], *, success_threshold: flo
             principal_agents[a["principal"]].append(a["id"])
     p_name = {p["id"]: (p.get("name") or p["id"]) for p in principals_in}
     lines = []
-    n_lanes = len(lanes)
     for ev in sorted(run.get("events") or [], key=lambda e: e["seq"]):
-        lines.append((ev["seq"], ev["actor"], _event_line(ev, place_event(ev, lane_of, principal_agents, n_lanes),
-                                                          p_name)))
+        lines.append((ev["seq"], ev["actor"], _event_line(ev, *placement_of(ev, lane_of, principal_agents), p_name)))
     p_by_id = {p["id"]: p for p in principals_in}
     agents = []
     for a in agents_in:

@@ -82,8 +82,9 @@ class AnswerFailed(RuntimeError):
         self.raw = raw
 
 
-class CostCapReached(RuntimeError):
-    pass
+class Stopped(Exception):
+    """The judge run stopped (cancelled, or its cost cap reached) while this request waited for a
+    request slot: it is not sent, and its run goes back to ``queued``."""
 
 
 @dataclass
@@ -130,16 +131,38 @@ def request_key(payload: dict[str, Any]) -> str:
 _JSON_OPTIONS: dict[str, Any] = {"headers": {"Content-Type": "application/json"}}
 
 
+_TLS: list[Any] = []
+_TLS_LOCK = threading.Lock()
+
+
+def tls_context() -> Any:
+    """This process's TLS context for judge endpoints, made once: the one the SDK's transport makes
+    by default (its HTTP library's ``create_ssl_context()``: the system's CAs, ``SSL_CERT_FILE`` /
+    ``SSL_CERT_DIR`` honoured), which costs about 20 ms to load and is the same for every client;
+    shared by every judge run of the process (an ``ssl.SSLContext`` may be). None when that library
+    cannot be imported (the SDK then makes its own)."""
+    with _TLS_LOCK:
+        if not _TLS:
+            try:
+                import httpx2
+                _TLS.append(httpx2.create_ssl_context())
+            except Exception:  # noqa: BLE001 - another SDK build: it makes its own context
+                _TLS.append(None)
+        return _TLS[0]
+
+
 def _http_client() -> dict[str, Any]:
-    """The SDK's aiohttp transport (``openai[aiohttp]``) when it is installed: less CPU per request
-    than its default httpx transport; else nothing (the default)."""
+    """The SDK's aiohttp transport (``openai[aiohttp]``) when it is installed, on this process's
+    TLS context (`tls_context`): less CPU per request than its default httpx transport; else
+    nothing (the default)."""
     import openai
 
     factory = getattr(openai, "DefaultAioHttpClient", None)
     if factory is None:
         return {}
+    ctx = tls_context()
     try:
-        return {"http_client": factory()}
+        return {"http_client": factory(**({"verify": ctx} if ctx is not None else {}))}
     except RuntimeError:  # the SDK says the aiohttp extra is missing
         return {}
 
@@ -201,7 +224,7 @@ class Endpoint:
     """One judge's connection: the client, the limits and the accounting of its requests."""
 
     def __init__(self, defn: dict[str, Any], cache_get: Callable[[str], Any], cache_put: Callable[..., None],
-                 on_state: Callable[[int, str], None]):
+                 on_state: Callable[[int, str], None], stopped: Callable[[], bool] = lambda: False):
         import openai
         from aiolimiter import AsyncLimiter
 
@@ -215,6 +238,7 @@ class Endpoint:
         self.tokens = AsyncLimiter(tpm, 60) if tpm else None
         self.tpm = tpm
         self.cache_get, self.cache_put, self.on_state = cache_get, cache_put, on_state
+        self.stopped = stopped
         self.price_in = float(defn["prices"]["input_per_million"]) / 1e6
         self.price_out = float(defn["prices"]["output_per_million"]) / 1e6
 
@@ -266,6 +290,8 @@ class Endpoint:
                         await self.requests.acquire()
                     if self.tokens is not None:
                         await self.tokens.acquire(min(est_tokens, self.tpm))
+                    if self.stopped():  # stopped while this request waited for its slot: not sent
+                        raise Stopped()
                     return await self.client.post("/chat/completions", cast_to=bytes, content=body,
                                                   options=_JSON_OPTIONS)
         raise AssertionError("unreachable")  # pragma: no cover
@@ -301,6 +327,8 @@ class Endpoint:
                 response = orjson.loads(raw)
             except orjson.JSONDecodeError as exc:
                 raise ValueError(f"the endpoint's answer is no JSON ({exc}): {raw[:200]!r}") from None
+        except Stopped:
+            raise
         except Exception as exc:  # noqa: BLE001 - every failure becomes the call's error
             stat.latency_ms = int((time.perf_counter() - t0) * 1000)
             stat.status, stat.error = "error", _describe(exc)
@@ -529,7 +557,7 @@ async def _run(engine: Engine, judge_run_id: int, progress: Callable[[Progress],
             pending_cache[key] = (text, tin, tout)
 
         lookups: set[asyncio.Task] = set()
-        endpoint = Endpoint(defn, cache_get, cache_put, on_state)
+        endpoint: Endpoint  # made once the first runs are being read (below)
         # with several processes a process holds few runs ahead (its queue, the rest of its chunk),
         # so the others (a helper starts a few seconds late) find chunks left to take
         queue: asyncio.Queue = asyncio.Queue(maxsize=int(defn["limits"]["concurrency"]) if helper is not None
@@ -547,8 +575,10 @@ async def _run(engine: Engine, judge_run_id: int, progress: Callable[[Progress],
         async def chunks():
             if helper is not None and not helper.get("lead"):
                 await loop.run_in_executor(store.reader, _helper_ready)  # the lead made room for us
-            if helper is None:
-                for start in range(0, len(items), 50):
+            if helper is None:  # a first chunk as large as the concurrency, read soonest, then 50 at a time
+                first = min(int(defn["limits"]["concurrency"]), 50)
+                yield items[:first]
+                for start in range(first, len(items), 50):
                     yield items[start:start + 50]
                 return
             while True:  # several processes: each takes the next chunk of the shared queue
@@ -628,6 +658,9 @@ async def _run(engine: Engine, judge_run_id: int, progress: Callable[[Progress],
             except asyncio.CancelledError:
                 pending_states[rid] = "queued"
                 raise
+            except Stopped:  # the judge run stopped before this run's request was sent: not judged
+                pending_states[rid] = "queued"
+                return
             except Exception as exc:  # noqa: BLE001 - a bug on one run is that run's error
                 log.exception("judge run %s: run %s failed", judge_run_id, item["run_id"])
                 out.error = f"{type(exc).__name__}: {exc}"
@@ -662,12 +695,23 @@ async def _run(engine: Engine, judge_run_id: int, progress: Callable[[Progress],
                     return
                 await judge_one(*got)
 
-        workers_n = int(defn["limits"]["concurrency"])
+        # more workers than requests allowed in flight: while `concurrency` requests wait for their
+        # answers, the others make their runs' prompts and look up the cache, so that a request
+        # slot freed is taken at once (the shared semaphore still bounds the requests)
+        concurrency = int(defn["limits"]["concurrency"])
+        workers_n = concurrency + max(1, concurrency // 2)
         if helper is None or team is not None:
             _report(progress, prog)
         if team is not None:
             team.start(items)
         feeder = asyncio.create_task(feed())
+        await asyncio.sleep(0)  # the feeder hands the first read to the reader thread...
+        try:  # ...which reads while the client is made here (its TLS context alone: about 20 ms)
+            endpoint = Endpoint(defn, cache_get, cache_put, on_state, stopped=stop.is_set)
+        except BaseException:
+            feeder.cancel()
+            await asyncio.gather(feeder, return_exceptions=True)
+            raise
         flusher_task = asyncio.create_task(flusher())
         workers = [asyncio.create_task(worker()) for _ in range(workers_n)]
         stopper = asyncio.create_task(stop.wait())
@@ -783,8 +827,9 @@ def _context():
 
 def warm_up() -> None:
     """Start the fork server now (it imports `PRELOAD` in its own process, meanwhile this one goes
-    on), so that a helper asked for later starts in milliseconds; the CLI calls this before it
-    plans a judge run. Nothing to do for the other start methods."""
+    on), so that a helper asked for later starts in milliseconds, and make this process's TLS
+    context (`tls_context`); the CLI calls this before it plans a judge run."""
+    tls_context()
     ctx = _context()
     if ctx.get_start_method() == "forkserver":
         from multiprocessing import forkserver

@@ -143,6 +143,25 @@ def build_lanes(agents: list[dict], principals: list[dict]) -> list[dict]:
     return lanes
 
 
+def placement_of(event: Mapping, lane_of: Mapping[str, int], principal_agents: Mapping[str, list[str]]) -> tuple:
+    """The kind of row one event makes, without its geometry: ``(placement, principal_dir)``, with
+    `placement` "shared" | "private" | "principal" | "system" and `principal_dir` "to_principal",
+    "from_principal" or None. The rules of `place_event` (which gives the geometry too), for
+    readers that need only these two (a judge's prompt lines)."""
+    actor = event["actor"]
+    recipients = event.get("recipients") or ()
+    if actor in lane_of:
+        if event.get("visibility", "shared") == "shared" and any(r in lane_of and r != actor for r in recipients):
+            return "shared", None
+        if any(r in principal_agents for r in recipients) and not any(r in lane_of and r != actor
+                                                                      for r in recipients):
+            return "principal", "to_principal"
+        return "private", None
+    if actor in principal_agents:
+        return "principal", "from_principal"
+    return "system", None
+
+
 def place_event(event: Mapping, lane_of: Mapping[str, int], principal_agents: Mapping[str, list[str]],
                 n_lanes: int) -> dict:
     """Where one event goes in the lane grid.
@@ -158,35 +177,31 @@ def place_event(event: Mapping, lane_of: Mapping[str, int], principal_agents: Ma
     actor = event["actor"]
     recipients = list(event.get("recipients") or [])
     agent_recips = [r for r in recipients if r in lane_of and r != actor]
-    principal_recips = [r for r in recipients if r in principal_agents]
-    out: dict[str, Any] = {"placement": "system", "lane": None, "col_start": 1, "col_end": max(n_lanes, 1),
-                           "direction": None, "cells": [], "principal": None, "principal_dir": None}
-    if actor in lane_of:
-        lane = lane_of[actor]
-        out.update(lane=lane, col_start=lane + 1, col_end=lane + 1)
-        if agent_recips and event.get("visibility", "shared") == "shared":
-            targets = sorted({lane_of[r] for r in agent_recips})
-            lo, hi = min(targets + [lane]), max(targets + [lane])
-            right = any(t > lane for t in targets)
-            left = any(t < lane for t in targets)
-            out.update(placement="shared", col_start=lo + 1, col_end=hi + 1,
-                       direction="both" if left and right else ("right" if right else "left"),
-                       cells=[{"lane": i, "role": "from" if i == lane else ("to" if i in targets else "pass")}
-                              for i in range(lo, hi + 1)])
-        elif principal_recips and not agent_recips:
-            out.update(placement="principal", principal=principal_recips[0], principal_dir="to_principal")
-        else:
-            out["placement"] = "private"
-        return out
-    if actor in principal_agents:
+    placement, principal_dir = placement_of(event, lane_of, principal_agents)
+    out: dict[str, Any] = {"placement": placement, "lane": None, "col_start": 1, "col_end": max(n_lanes, 1),
+                           "direction": None, "cells": [], "principal": None, "principal_dir": principal_dir}
+    if principal_dir == "from_principal":  # a principal speaking: over its agents' lanes
         targets = sorted({lane_of[r] for r in agent_recips}) or sorted(
             lane_of[a] for a in principal_agents[actor] if a in lane_of)
-        out.update(principal=actor, principal_dir="from_principal")
-        if targets:
-            out.update(placement="principal", lane=targets[0], col_start=targets[0] + 1, col_end=targets[-1] + 1)
-        else:
-            out["placement"] = "principal"  # a principal without agents: full width, still marked
+        out["principal"] = actor
+        if targets:  # (a principal without agents: full width, still marked)
+            out.update(lane=targets[0], col_start=targets[0] + 1, col_end=targets[-1] + 1)
         return out
+    if placement == "system":
+        return out
+    lane = lane_of[actor]
+    out.update(lane=lane, col_start=lane + 1, col_end=lane + 1)
+    if placement == "shared":
+        targets = sorted({lane_of[r] for r in agent_recips})
+        lo, hi = min(targets + [lane]), max(targets + [lane])
+        right = any(t > lane for t in targets)
+        left = any(t < lane for t in targets)
+        out.update(col_start=lo + 1, col_end=hi + 1,
+                   direction="both" if left and right else ("right" if right else "left"),
+                   cells=[{"lane": i, "role": "from" if i == lane else ("to" if i in targets else "pass")}
+                          for i in range(lo, hi + 1)])
+    elif placement == "principal":
+        out["principal"] = next(r for r in recipients if r in principal_agents)
     return out  # "system" or an actor the run does not declare
 
 

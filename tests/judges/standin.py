@@ -91,6 +91,9 @@ class StandIn:
         self._stop: asyncio.Event | None = None
         self._ready = threading.Event()
         self._conns: set[asyncio.Task] = set()
+        #: requests being answered now, and the most at once (the client's concurrency, seen here)
+        self.in_flight = 0
+        self.peak = 0
 
     def _reply(self, body: dict[str, Any], peer: int = 0) -> tuple[Req, Reply]:
         user = next((m["content"] for m in body["messages"] if m["role"] == "user"), "")
@@ -108,8 +111,13 @@ class StandIn:
             return _response(404, b'{"error": {"message": "not found", "type": "not_found"}}')
         body = orjson.loads(raw)
         req, reply = self._reply(body, peer)
-        if reply.delay:
-            await asyncio.sleep(reply.delay)
+        self.in_flight += 1  # (the server's own loop: no lock needed)
+        self.peak = max(self.peak, self.in_flight)
+        try:
+            if reply.delay:
+                await asyncio.sleep(reply.delay)
+        finally:
+            self.in_flight -= 1
         if reply.status != 200:
             return _response(reply.status, orjson.dumps({"error": {"message": f"scripted {reply.status}",
                                                                     "type": "scripted"}}), reply.headers)

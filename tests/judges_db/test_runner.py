@@ -78,6 +78,9 @@ def test_scale_with_429s_and_failures(engine, monkeypatch, processes):
     else:
         assert prog.processes == []
     assert len(failed_once) >= 5 and sum(1 for r in srv.log if r.n % 10 == 3) >= 50
+    # more workers than request slots (they make prompts while the slots wait), never more
+    # requests at once than the judge's concurrency; and the slots were all used
+    assert srv.peak == 16, srv.peak
     assert ok_answers == {rid: 1 for rid in runs}  # every run answered (judged) exactly once
     with Session(engine) as s:
         res = s.exec(select(JudgeResult).where(JudgeResult.judge_version_id == jv_id)).all()

@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from app.web.trace import (
     TraceInputError,
@@ -9,6 +11,7 @@ from app.web.trace import (
     build_trace,
     format_offset,
     place_event,
+    placement_of,
     should_fold,
     summarize,
 )
@@ -262,3 +265,23 @@ def test_small_helpers():
     assert should_fold("a" * 10, 9, 5) and not should_fold("a\nb", 10, 2) and should_fold("a\nb\nc", 10, 2)
     assert summarize({"a": 1, "b": 2}) == "{a, b}" and summarize([1, 2, 3]) == "[3 items]"
     assert summarize("x  y\nz") == "x y z"
+
+
+_ACTORS = ["a1", "a2", "a3", "p1", "p2", "system", "stranger"]
+
+
+@settings(max_examples=400, deadline=None)
+@given(actor=st.sampled_from(_ACTORS), recipients=st.lists(st.sampled_from(_ACTORS), max_size=4),
+       visibility=st.sampled_from([None, "shared", "private"]))
+def test_placement_of_gives_place_events_placement(actor, recipients, visibility):
+    """The judge prompts' `placement_of` and the run page's `place_event` place every event alike
+    (lanes a1-a3; p1 has agents, p2 none; a3 is both an agent and a principal's id)."""
+    lane_of = {"a1": 0, "a2": 1, "a3": 2}
+    principal_agents = {"p1": ["a1", "a2"], "p2": [], "a3": ["a1"]}
+    event = {"seq": 1, "actor": actor, "recipients": recipients}
+    if visibility is not None:
+        event["visibility"] = visibility
+    placed = place_event(event, lane_of, principal_agents, 3)
+    assert placement_of(event, lane_of, principal_agents) == (placed["placement"], placed["principal_dir"])
+    if placed["placement"] == "principal" and placed["principal_dir"] == "to_principal":
+        assert placed["principal"] in recipients and placed["lane"] == lane_of[actor]
