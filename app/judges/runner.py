@@ -7,8 +7,8 @@ runs an event loop in the calling thread and
 * reads the runs of the judge run (its ``queued`` results) in a reader thread, 50 at a time in
   one query per table, ahead of the workers; a worker makes a run's prompt data
   (`app.judges.prompts.run_view`) on the loop when it takes the run;
-* lets ``limits.concurrency`` workers judge runs; every request also passes one shared
-  semaphore of that size and the shared `aiolimiter` buckets for requests and tokens per
+* lets 1.5x ``limits.concurrency`` workers judge runs (the extra ones make their prompts while
+  the requests wait); every request passes one shared semaphore of ``limits.concurrency`` and the shared `aiolimiter` buckets for requests and tokens per
   minute (``limits.requests_per_minute`` / ``tokens_per_minute``; 0 = unlimited);
 * retries (``limits.retries`` times, `tenacity`) on 429, 408, 409, 5xx, timeouts and lost
   connections, waiting what ``Retry-After`` (or ``retry-after-ms``) says when the server says it,
