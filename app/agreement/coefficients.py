@@ -119,6 +119,8 @@ R_NO_VARIATION = "no variation: every pairable rating is the same category, so c
 R_NO_SHARED = "the raters share no rated unit"
 R_ONE_CATEGORY = "a single category: AC1 needs at least two categories"
 R_NON_FINITE = "the coefficient is undefined for these data (zero expected disagreement)"
+R_TOO_MANY_SETS = ("{k:,} distinct label sets: their {k:,} x {k:,} MASI / Jaccard distances would take {gib:.1f} GiB "
+                   "(more than MAX_SET_DISTANCE_BYTES); the set-valued alpha is not computed")
 
 
 # --------------------------------------------------------------------------------------------
@@ -738,6 +740,10 @@ class _AlphaStat(_Stat):
 
 #: most subsets :func:`_set_alpha_point` enumerates before it leaves the work to the k x k path
 _MAX_SUBSETS = 4_000_000
+#: the largest k x k distance matrix of a set-valued alpha (the bootstrap's path, and the point's
+#: when :func:`_set_alpha_point` does not apply): beyond it the alpha is None with its reason
+#: instead of a job failing on memory (250,000 demo runs: 77,225 distinct sets, 44 GiB)
+MAX_SET_DISTANCE_BYTES = 4 * 2**30
 _POP16: np.ndarray | None = None
 
 
@@ -1098,6 +1104,9 @@ def compute_coded(
         point = _set_alpha_point(pat, coded.domain, distance)
         if point is not None:
             return _finish(None, pat, point, n_pairable, None, 0, seed, confidence)
+    if distance is not None and 8 * len(coded.domain) ** 2 > MAX_SET_DISTANCE_BYTES:
+        k = len(coded.domain)
+        return AgreementResult(None, n_pairable, None, R_TOO_MANY_SETS.format(k=k, gib=8 * k * k / 2**30))
     if level == "ordinal" and distance is None:
         stat = _AlphaStat(pat, None)
     else:

@@ -240,3 +240,23 @@ def test_bad_frames_name_the_problem(data):
     empty = agreement_report(labels.iloc[0:0], submissions.iloc[0:0], MODES, MODE_CATEGORY, n_boot=10)
     assert empty["n_runs"] == 0 and empty["overall"]["percent"]["value"] is None
     json.dumps(empty, allow_nan=False)
+
+
+def test_set_alpha_too_large_is_a_reason_not_a_memory_error(data, monkeypatch):
+    """When the k x k set distances would pass MAX_SET_DISTANCE_BYTES (the bootstrap's path here),
+    the set-valued alpha is None with the reason and the rest of the report is computed; under the
+    bound the same report gives the values by hand (test_report_run_level)."""
+    from app.agreement import coefficients
+
+    labels, submissions, agents = data
+    monkeypatch.setattr(coefficients, "MAX_SET_DISTANCE_BYTES", 8)  # a 1 x 1 matrix at most
+    rep = agreement_report(labels, submissions, MODES, MODE_CATEGORY, agents, n_boot=20)
+    ov = rep["overall"]
+    for d in ("masi", "jaccard"):
+        assert ov["set_alpha"][d]["value"] is None
+        assert "distinct label sets" in ov["set_alpha"][d]["reason"] and "MAX_SET_DISTANCE_BYTES" in \
+            ov["set_alpha"][d]["reason"]
+    assert ov["fleiss_kappa"]["value"] == pytest.approx(448 / 520)
+    # with no bootstrap the matrix-free point path still gives the value
+    rep0 = agreement_report(labels, submissions, MODES, MODE_CATEGORY, agents, n_boot=0)
+    assert rep0["overall"]["set_alpha"]["masi"]["value"] == pytest.approx(8 / 11)
