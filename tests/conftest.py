@@ -5,6 +5,7 @@ a database named a2annotate_test_<random> is created for the session and dropped
 """
 from __future__ import annotations
 
+import json
 import os
 import secrets
 
@@ -12,6 +13,7 @@ import secrets
 # real workers and brokers (tests/jobs) set JOBS_BROKER for the processes they start.
 os.environ.setdefault("JOBS_BROKER", "immediate")
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from sqlalchemy import create_engine, text
@@ -43,22 +45,37 @@ def _drop_pg_database(name: str) -> None:
     admin.dispose()
 
 
-@pytest.fixture(scope="session", params=BACKENDS)
-def db_url(request, tmp_path_factory) -> Iterator[str]:
-    """A migrated database URL (taxonomies registered), one per backend per test session."""
-    if request.param == "sqlite":
-        url = f"sqlite:///{tmp_path_factory.mktemp('db') / 'test.db'}"
-        upgrade(url)
-        _sync_taxonomies(url)
-        yield url
-    else:
-        name, url = _create_pg_database()
-        try:
+@pytest.fixture(scope="session")
+def _databases(tmp_path_factory) -> Iterator:
+    """Both backends' migrated databases of this test session, each made on first use and kept
+    to the end: `db_url` switches between them as the (reordered) tests ask for one or the other,
+    without dropping and making a database again at each switch."""
+    urls: dict[str, str] = {}
+    pg_names: list[str] = []
+
+    def get(backend: str) -> str:
+        if backend not in urls:
+            if backend == "sqlite":
+                url = f"sqlite:///{tmp_path_factory.mktemp('db') / 'test.db'}"
+            else:
+                name, url = _create_pg_database()
+                pg_names.append(name)
             upgrade(url)
             _sync_taxonomies(url)
-            yield url
-        finally:
+            urls[backend] = url
+        return urls[backend]
+
+    try:
+        yield get
+    finally:
+        for name in pg_names:
             _drop_pg_database(name)
+
+
+@pytest.fixture(scope="session", params=BACKENDS)
+def db_url(request, _databases) -> str:
+    """A migrated database URL (taxonomies registered), one per backend per test session."""
+    return _databases(request.param)
 
 
 def _sync_taxonomies(url: str) -> None:
@@ -122,3 +139,27 @@ def engine(db_url) -> Iterator[Engine]:
 def session(engine) -> Iterator[Session]:
     with Session(engine) as s:
         yield s
+
+
+#: worker-seconds (setup + call + teardown) of each test module in a full run, measured with
+#: `pytest -n 2 --dist worksteal --durations=0`; see pytest_collection_modifyitems
+DURATIONS = Path(__file__).with_name("durations.json")
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config, items):
+    """The slowest modules first (by the recorded table; a module not in it last), each module's
+    tests together in the order pytest gave them (a module's shared server, browser or corpus is
+    built once). Under --dist worksteal each worker takes a contiguous half and the one that runs
+    out takes tests from the end of the other's: with the long tests at the front nothing long is
+    left for the end, where a 40 s test would keep one worker busy while the other waits."""
+    try:
+        table = json.loads(DURATIONS.read_text())
+    except (OSError, ValueError):
+        return
+    first: dict[str, int] = {}
+    for i, item in enumerate(items):
+        first.setdefault(item.nodeid.split("::", 1)[0], i)
+    order = {i: n for n, i in enumerate(items)}
+    items.sort(key=lambda it: (-float(table.get(it.nodeid.split("::", 1)[0], 0.0)),
+                               first[it.nodeid.split("::", 1)[0]], order[it]))
