@@ -1104,8 +1104,7 @@ def compute_coded(
         point = _set_alpha_point(pat, coded.domain, distance)
         if point is not None:
             return _finish(None, pat, point, n_pairable, None, 0, seed, confidence)
-    if distance is not None and 8 * len(coded.domain) ** 2 > MAX_SET_DISTANCE_BYTES:
-        k = len(coded.domain)
+    if distance is not None and 8 * k * k > MAX_SET_DISTANCE_BYTES:
         return AgreementResult(None, n_pairable, None, R_TOO_MANY_SETS.format(k=k, gib=8 * k * k / 2**30))
     if level == "ordinal" and distance is None:
         stat = _AlphaStat(pat, None)

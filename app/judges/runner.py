@@ -8,8 +8,9 @@ runs an event loop in the calling thread and
   one query per table, ahead of the workers; a worker makes a run's prompt data
   (`app.judges.prompts.run_view`) on the loop when it takes the run;
 * lets 1.5x ``limits.concurrency`` workers judge runs (the extra ones make their prompts while
-  the requests wait); every request passes one shared semaphore of ``limits.concurrency`` and the shared `aiolimiter` buckets for requests and tokens per
-  minute (``limits.requests_per_minute`` / ``tokens_per_minute``; 0 = unlimited);
+  the requests wait); every request passes one shared semaphore of ``limits.concurrency`` and
+  the shared `aiolimiter` buckets for requests and tokens per minute
+  (``limits.requests_per_minute`` / ``tokens_per_minute``; 0 = unlimited);
 * retries (``limits.retries`` times, `tenacity`) on 429, 408, 409, 5xx, timeouts and lost
   connections, waiting what ``Retry-After`` (or ``retry-after-ms``) says when the server says it,
   else exponential backoff with full jitter between ``backoff_initial_seconds`` and
@@ -131,24 +132,18 @@ def request_key(payload: dict[str, Any]) -> str:
 _JSON_OPTIONS: dict[str, Any] = {"headers": {"Content-Type": "application/json"}}
 
 
-_TLS: list[Any] = []
-_TLS_LOCK = threading.Lock()
-
-
+@functools.cache
 def tls_context() -> Any:
     """This process's TLS context for judge endpoints, made once: the one the SDK's transport makes
     by default (its HTTP library's ``create_ssl_context()``: the system's CAs, ``SSL_CERT_FILE`` /
     ``SSL_CERT_DIR`` honoured), which costs about 20 ms to load and is the same for every client;
     shared by every judge run of the process (an ``ssl.SSLContext`` may be). None when that library
     cannot be imported (the SDK then makes its own)."""
-    with _TLS_LOCK:
-        if not _TLS:
-            try:
-                import httpx2
-                _TLS.append(httpx2.create_ssl_context())
-            except Exception:  # noqa: BLE001 - another SDK build: it makes its own context
-                _TLS.append(None)
-        return _TLS[0]
+    try:
+        import httpx2
+        return httpx2.create_ssl_context()
+    except Exception:  # noqa: BLE001 - another SDK build: it makes its own context
+        return None
 
 
 def _http_client() -> dict[str, Any]:
@@ -560,8 +555,8 @@ async def _run(engine: Engine, judge_run_id: int, progress: Callable[[Progress],
         endpoint: Endpoint  # made once the first runs are being read (below)
         # with several processes a process holds few runs ahead (its queue, the rest of its chunk),
         # so the others (a helper starts a few seconds late) find chunks left to take
-        queue: asyncio.Queue = asyncio.Queue(maxsize=int(defn["limits"]["concurrency"]) if helper is not None
-                                             else max(4 * int(defn["limits"]["concurrency"]), 32))
+        concurrency = int(defn["limits"]["concurrency"])
+        queue: asyncio.Queue = asyncio.Queue(maxsize=concurrency if helper is not None else max(4 * concurrency, 32))
 
         handed: list[asyncio.Task] = []
 
@@ -576,7 +571,7 @@ async def _run(engine: Engine, judge_run_id: int, progress: Callable[[Progress],
             if helper is not None and not helper.get("lead"):
                 await loop.run_in_executor(store.reader, _helper_ready)  # the lead made room for us
             if helper is None:  # a first chunk as large as the concurrency, read soonest, then 50 at a time
-                first = min(int(defn["limits"]["concurrency"]), 50)
+                first = min(concurrency, 50)
                 yield items[:first]
                 for start in range(first, len(items), 50):
                     yield items[start:start + 50]
@@ -698,7 +693,6 @@ async def _run(engine: Engine, judge_run_id: int, progress: Callable[[Progress],
         # more workers than requests allowed in flight: while `concurrency` requests wait for their
         # answers, the others make their runs' prompts and look up the cache, so that a request
         # slot freed is taken at once (the shared semaphore still bounds the requests)
-        concurrency = int(defn["limits"]["concurrency"])
         workers_n = concurrency + max(1, concurrency // 2)
         if helper is None or team is not None:
             _report(progress, prog)

@@ -151,10 +151,10 @@ def placement_of(event: Mapping, lane_of: Mapping[str, int], principal_agents: M
     actor = event["actor"]
     recipients = event.get("recipients") or ()
     if actor in lane_of:
-        if event.get("visibility", "shared") == "shared" and any(r in lane_of and r != actor for r in recipients):
+        to_agents = any(r in lane_of and r != actor for r in recipients)
+        if to_agents and event.get("visibility", "shared") == "shared":
             return "shared", None
-        if any(r in principal_agents for r in recipients) and not any(r in lane_of and r != actor
-                                                                      for r in recipients):
+        if not to_agents and any(r in principal_agents for r in recipients):
             return "principal", "to_principal"
         return "private", None
     if actor in principal_agents:
