@@ -151,12 +151,12 @@ def placement_of(event: Mapping, lane_of: Mapping[str, int], principal_agents: M
     actor = event["actor"]
     recipients = event.get("recipients") or ()
     if actor in lane_of:
-        to_agents = any(r in lane_of and r != actor for r in recipients)
-        if to_agents and event.get("visibility", "shared") == "shared":
-            return "shared", None
-        if not to_agents and any(r in principal_agents for r in recipients):
-            return "principal", "to_principal"
-        return "private", None
+        to_principal = False
+        for r in recipients:  # (a loop: any() over a generator costs more on these short lists)
+            if r != actor and r in lane_of:  # to another agent: shared, or private to the actor
+                return ("shared", None) if event.get("visibility", "shared") == "shared" else ("private", None)
+            to_principal = to_principal or r in principal_agents
+        return ("principal", "to_principal") if to_principal else ("private", None)
     if actor in principal_agents:
         return "principal", "from_principal"
     return "system", None
