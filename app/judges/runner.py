@@ -6,7 +6,9 @@ runs an event loop in the calling thread and
 
 * reads the runs of the judge run (its ``queued`` results) in a reader thread, 50 at a time in
   one query per table, ahead of the workers; a worker makes a run's prompt data
-  (`app.judges.prompts.run_view`) on the loop when it takes the run;
+  (`app.judges.prompts.run_view`) on the loop when it takes the run; from `app.judges.prep.MIN_RUNS`
+  runs on (in one process), a second process reads the runs after the first chunk and makes their
+  prompt data (`app.judges.prep`);
 * lets 1.5x ``limits.concurrency`` workers judge runs (the extra ones make their prompts while
   the requests wait); every request passes one shared semaphore of ``limits.concurrency`` and
   the shared `aiolimiter` buckets for requests and tokens per minute
@@ -55,6 +57,7 @@ from typing import Any
 import orjson
 from sqlalchemy.engine import Engine
 
+from app.judges import prep as prep_mod
 from app.judges.parse import SCHEMAS, AnswerError, extract_json
 from app.judges.prompts import call_variables, estimate_tokens, render_messages, run_view
 from app.judges.strategies import CallSpec, Outcome, judge
@@ -128,7 +131,9 @@ def request_key(payload: dict[str, Any]) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-#: every request's body is the JSON bytes made here (orjson), sent as they are
+#: every request's body is the JSON bytes made here (orjson), sent as they are; each request also
+#: passes its cache key as the SDK's ``idempotency_key`` (the same for every attempt of it; without
+#: one the SDK makes a uuid4 per request, sent only to endpoints that ask for such a header)
 _JSON_OPTIONS: dict[str, Any] = {"headers": {"Content-Type": "application/json"}}
 
 
@@ -288,7 +293,7 @@ class Endpoint:
                     if self.stopped():  # stopped while this request waited for its slot: not sent
                         raise Stopped()
                     return await self.client.post("/chat/completions", cast_to=bytes, content=body,
-                                                  options=_JSON_OPTIONS)
+                                                  options={**_JSON_OPTIONS, "idempotency_key": stat.request_key})
         raise AssertionError("unreachable")  # pragma: no cover
 
     def _content(self, response: Any) -> tuple[str, bool]:
@@ -464,6 +469,7 @@ async def _run(engine: Engine, judge_run_id: int, progress: Callable[[Progress],
     loop = asyncio.get_running_loop()
     store = _Store(engine, judge_run_id)
     team: _Team | None = None
+    prep: prep_mod.Prep | None = None
     try:
         setup = await loop.run_in_executor(store.writer, functools.partial(
             service.runner_setup, store.wsession, judge_run_id, start=helper is None))
@@ -582,13 +588,57 @@ async def _run(engine: Engine, judge_run_id: int, progress: Callable[[Progress],
                     return
                 yield chunk
 
+        async def read(chunk: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
+            # each item with its run (the reader thread) and its prompt data when the prep process made it
+            runs = await loop.run_in_executor(store.reader, service.load_runs, store.rsession, chunk)
+            return [(item, runs.get(item["run_pk"]), None) for item in chunk]
+
         async def feed() -> None:
-            async for chunk in chunks():
-                if stop.is_set():
-                    break
-                runs = await loop.run_in_executor(store.reader, service.load_runs, store.rsession, chunk)
-                for item in chunk:
-                    await queue.put((item, runs.get(item["run_pk"])))
+            nonlocal prep
+            source = chunks()
+            ahead: list[tuple[list[dict[str, Any]], Any]] = []  # chunks taken, each with its prep future
+            missed = 0  # chunks in a row the prep process had not made when a worker wanted a run
+            second = None
+
+            async def take() -> bool:  # the next chunk, handed to the prep process at once when there is one
+                chunk = await anext(source, None)
+                if chunk is not None:
+                    ahead.append((chunk, prep.submit(chunk) if prep is not None else None))
+                return chunk is not None
+
+            first = await anext(source, None)
+            if first is not None and not stop.is_set():
+                if prep is not None:
+                    await take()  # the second chunk is made in the prep process while this one reads the first
+                    second = ahead[0][0] if ahead else None
+                for entry in await read(first):
+                    await queue.put(entry)
+            while not stop.is_set() and (ahead or await take()):
+                chunk, fut = ahead.pop(0)
+                if prep is not None and not ahead:
+                    await take()  # one chunk ahead in the prep process
+                got = None
+                if fut is not None and prep is not None:
+                    hungry.clear()  # from now: a worker that finds the queue empty
+                    try:
+                        views = await prep.result(fut, hungry)
+                    except Exception:  # noqa: BLE001 - the prep process failed: this one reads
+                        log.exception("judge run %s: the prep process failed; the runs are read here", judge_run_id)
+                        prep.abandon()
+                        prep = None
+                    else:
+                        if views is not None:
+                            missed = 0
+                            got = [(item, None, views.get(item["run_pk"], prep_mod.MISSING)) for item in chunk]
+                        elif chunk is not second:  # (the second chunk may be wanted while it starts)
+                            missed += 1
+                            if missed >= prep_mod.MISSES:
+                                log.info("judge run %s: the prep process does not keep up; the runs are read "
+                                         "here", judge_run_id)
+                                prep.abandon()
+                                prep = None
+                for entry in got if got is not None else await read(chunk):
+                    await queue.put(entry)
             for _ in range(workers_n):
                 await queue.put(None)
 
@@ -633,18 +683,22 @@ async def _run(engine: Engine, judge_run_id: int, progress: Callable[[Progress],
                 if pending_results or pending_states or pending_cache or not stop.is_set():
                     await flush()
 
-        async def judge_one(item: dict[str, Any], run: dict[str, Any] | None) -> None:
+        async def judge_one(item: dict[str, Any], run: dict[str, Any] | None, view: Any) -> None:
             rid = item["result_id"]
             on_state(rid, "running")
             prog.running += 1
             asker = Asker(endpoint, defn, None, rid)
             out = ResultOut(rid, item["run_pk"], item["run_id"], None)
             try:
-                if run is None:
+                if view is prep_mod.MISSING or (view is None and run is None):
                     raise CallFailed("the run is no longer stored")
-                # the prompt data is made here, on the loop, one run at a time (not in the reader
-                # thread, whose CPU work would hold the GIL while answers wait to be read)
-                view = asker.view = run_view(run, setup["taxonomy_vars"], success_threshold=setup["threshold"])
+                if view is None:
+                    # made here, on the loop, one run at a time (not in the reader thread, whose CPU
+                    # work would hold the GIL while answers wait to be read)
+                    view = run_view(run, setup["taxonomy_vars"], success_threshold=setup["threshold"])
+                else:  # made by the prep process, without the taxonomy every run shares
+                    view.base["taxonomy"], view.modes = setup["taxonomy_vars"], setup["taxonomy_vars"]["modes"]
+                asker.view = view
                 out.outcome = await judge(defn, view, asker)
             except AnswerFailed as exc:
                 out.error, out.raw = str(exc), exc.raw
@@ -683,8 +737,12 @@ async def _run(engine: Engine, judge_run_id: int, progress: Callable[[Progress],
             elif len(pending_results) >= FLUSH_ITEMS:  # the flusher writes them; this worker goes on
                 wake.set()
 
+        hungry = asyncio.Event()  # set: a worker found no run waiting (the feeder then reads runs here)
+
         async def worker() -> None:
             while not stop.is_set():
+                if queue.empty():
+                    hungry.set()
                 got = await queue.get()
                 if got is None:
                     return
@@ -698,6 +756,11 @@ async def _run(engine: Engine, judge_run_id: int, progress: Callable[[Progress],
             _report(progress, prog)
         if team is not None:
             team.start(items)
+        if team is None and helper is None and prep_mod.wanted(engine, len(items) - min(concurrency, 50)):
+            try:
+                prep = prep_mod.Prep(engine, setup["threshold"])
+            except Exception:  # noqa: BLE001 - no second process here: this one reads
+                log.exception("judge run %s: no prep process; reading in this process", judge_run_id)
         feeder = asyncio.create_task(feed())
         await asyncio.sleep(0)  # the feeder hands the first read to the reader thread...
         try:  # ...which reads while the client is made here (its TLS context alone: about 20 ms)
@@ -718,6 +781,9 @@ async def _run(engine: Engine, judge_run_id: int, progress: Callable[[Progress],
             prog.running = 0
         feeder.cancel()
         await asyncio.gather(feeder, return_exceptions=True)
+        if prep is not None:
+            prep.close()
+            prep = None
         stop.set()
         wake.set()
         stopper.cancel()
@@ -751,6 +817,8 @@ async def _run(engine: Engine, judge_run_id: int, progress: Callable[[Progress],
     finally:
         if team is not None:
             team.close()
+        if prep is not None:
+            prep.close()
         store.close()
 
 
@@ -806,7 +874,7 @@ CHUNK = 16
 #: threads may hold locks). ``A2ANNOTATE_JUDGE_START_METHOD`` sets it.
 START_METHOD = os.environ.get("A2ANNOTATE_JUDGE_START_METHOD", "forkserver")
 #: what the fork server imports once, before it forks any helper
-PRELOAD = ["app.judges.service", "app.judges.runner", "app.core.db", "openai", "aiohttp", "aiolimiter", "tenacity"]
+PRELOAD = ["app.judges.service", "app.judges.runner", "app.judges.prep", "app.core.db", "openai", "aiohttp", "aiolimiter", "tenacity"]
 
 
 def _context():
