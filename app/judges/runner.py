@@ -292,8 +292,11 @@ class Endpoint:
                         await self.tokens.acquire(min(est_tokens, self.tpm))
                     if self.stopped():  # stopped while this request waited for its slot: not sent
                         raise Stopped()
-                    return await self.client.post("/chat/completions", cast_to=bytes, content=body,
-                                                  options={**_JSON_OPTIONS, "idempotency_key": stat.request_key})
+                    raw = await self.client.post("/chat/completions", cast_to=bytes, content=body,
+                                                 options={**_JSON_OPTIONS, "idempotency_key": stat.request_key})
+                # the slot is free: the request waiting for it goes first, then this answer is read
+                await asyncio.sleep(0)
+                return raw
         raise AssertionError("unreachable")  # pragma: no cover
 
     def _content(self, response: Any) -> tuple[str, bool]:
@@ -781,8 +784,8 @@ async def _run(engine: Engine, judge_run_id: int, progress: Callable[[Progress],
             prog.running = 0
         feeder.cancel()
         await asyncio.gather(feeder, return_exceptions=True)
-        if prep is not None:
-            prep.close()
+        if prep is not None:  # every chunk taken: it ends on its own, not waited for here
+            prep.abandon()
             prep = None
         stop.set()
         wake.set()
