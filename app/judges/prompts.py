@@ -113,6 +113,13 @@ def _template(text: str):
     return t
 
 
+def compile_templates(prompts: dict[str, str]) -> None:
+    """Compile a judge's system and user templates now (they are kept, as `render_messages` keeps
+    them): the runner does it while its first runs are read, not when the first prompt is made."""
+    _template(prompts["system"])
+    _template(prompts["user"])
+
+
 def estimate_tokens(text: str) -> int:
     """Tokens of `text` at CHARS_PER_TOKEN characters per token (rounded up)."""
     return math.ceil(len(text) / CHARS_PER_TOKEN)
