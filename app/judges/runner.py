@@ -55,7 +55,9 @@ from email.utils import parsedate_to_datetime
 from typing import Any
 
 import orjson
+from aiolimiter import AsyncLimiter
 from sqlalchemy.engine import Engine
+from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt
 
 from app.judges import prep as prep_mod
 from app.judges.parse import SCHEMAS, AnswerError, extract_json
@@ -226,8 +228,6 @@ class Endpoint:
     def __init__(self, defn: dict[str, Any], cache_get: Callable[[str], Any], cache_put: Callable[..., None],
                  on_state: Callable[[int, str], None], stopped: Callable[[], bool] = lambda: False):
         import openai
-        import tenacity  # noqa: F401 - imported here, while the first runs are read, not at the first request
-        from aiolimiter import AsyncLimiter
 
         ep, lim = defn["endpoint"], defn["limits"]
         self.defn = defn
@@ -278,8 +278,6 @@ class Endpoint:
         return random.uniform(0, min(cap, base))  # full jitter
 
     async def _post(self, body: bytes, est_tokens: int, result_id: int, stat: CallStat) -> bytes:
-        from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt
-
         def before_sleep(_state) -> None:
             self.on_state(result_id, "delayed")
 
