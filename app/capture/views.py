@@ -129,7 +129,7 @@ def _pool() -> ProcessPoolExecutor:
         if _POOL is None:
             n = get_settings().otlp_workers
             _POOL = ProcessPoolExecutor(max_workers=n, mp_context=multiprocessing.get_context("spawn"),
-                                        initializer=_worker_init)
+                                        initializer=_worker_init, initargs=(os.getpid(),))
             for _ in range(n):  # start them all now, not one by one while requests wait
                 _POOL.submit(_noop)
         return _POOL
@@ -143,16 +143,18 @@ def _reset_pool() -> None:
         pool.shutdown(wait=False, cancel_futures=True)
 
 
-def _worker_init() -> None:
+def _worker_init(server: int) -> None:
     import signal
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the server stops its workers itself
     with contextlib.suppress(OSError):
         os.nice(10)  # the server's own requests come first
-    parent = os.getppid()
 
     def watch() -> None:  # end with the server, even after kill -9 (then the parent changes)
-        while os.getppid() == parent:
+        # `server` is the pid that made the pool, passed in: a worker still starting (spawning
+        # takes seconds) when the server stopped finds itself already reparented and ends here,
+        # where reading its parent's pid now would take init for the server and wait forever
+        while os.getppid() == server:
             time.sleep(1)
         os._exit(0)
 

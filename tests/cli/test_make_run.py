@@ -160,10 +160,30 @@ def test_make_run_twice_never_touches_a_users_imported_and_labelled_run(tmp_path
     engine.dispose()
 
 
+def _processes_marked(mark: str) -> list[int]:
+    """The live processes whose environment holds ``A2A_TEST_MARK=<mark>`` (Linux /proc)."""
+    found = []
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit():
+            continue
+        try:
+            env = (d / "environ").read_bytes()
+            state = (d / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if f"A2A_TEST_MARK={mark}".encode() in env.split(b"\0") and state != "Z":
+            found.append(int(d.name))
+    return found
+
+
 def test_serve_prints_the_login_address_with_the_port_it_bound(tmp_path):
+    """... and, stopped (SIGTERM) right after it answers, while its OTLP decoding workers are still
+    being spawned, leaves no process behind: a worker that starts after the server has gone ends
+    at once (it once took init for its server and lived on, orphaned)."""
     url = f"sqlite:///{tmp_path / 'serve.db'}"
     assert _cli([str(BIN / "a2annotate"), "db", "upgrade"], url).returncode == 0
-    env = dict(os.environ, DATABASE_URL=url, PYTHONUNBUFFERED="1")
+    mark = f"serve-{os.getpid()}-{time.monotonic_ns()}"
+    env = dict(os.environ, DATABASE_URL=url, PYTHONUNBUFFERED="1", A2A_TEST_MARK=mark)
     proc = subprocess.Popen([str(BIN / "a2annotate"), "serve", "--host", "127.0.0.1", "--port", "0"],
                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env)
     try:
@@ -190,6 +210,11 @@ def test_serve_prints_the_login_address_with_the_port_it_bound(tmp_path):
         else:
             pytest.fail("the printed login address does not answer")
         assert r.status_code == 200 and 'name="password"' in r.text
+        assert len(_processes_marked(mark)) >= 2  # the server and what it started, the OTLP workers among them
     finally:
         proc.terminate()
         proc.wait(timeout=10)
+    deadline = time.monotonic() + 15  # a worker notices its server gone within a second of its start
+    while (left := _processes_marked(mark)) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not left, f"processes of the stopped server still alive: {left}"
