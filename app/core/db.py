@@ -45,6 +45,14 @@ def json_dumps(value) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
+def other_processes_can_open(engine: Engine) -> bool:
+    """Whether another process opening this engine's URL reaches the same database (not for an
+    in-memory SQLite one, which lives in this process only)."""
+    url = engine.url
+    return not (engine.dialect.name == "sqlite" and (
+        not url.database or url.database == ":memory:" or "mode=memory" in str(url)))
+
+
 def make_engine(url: str) -> Engine:
     """Create an engine for `url`; SQLite gets foreign keys on, WAL, a busy timeout and
     SQLAlchemy-controlled transactions (see the module docstring)."""

@@ -51,11 +51,9 @@ _NO_TAXONOMY: dict[str, Any] = {"modes": []}
 
 def wanted(engine: Engine, runs_after_first_chunk: int) -> bool:
     """Whether a judge run in one process of this size on this database gets a prep process."""
-    if not ENABLED or runs_after_first_chunk < MIN_RUNS:
-        return False
-    url = engine.url
-    return not (engine.dialect.name == "sqlite" and (
-        not url.database or url.database == ":memory:" or "mode=memory" in str(url)))
+    from app.core.db import other_processes_can_open
+
+    return ENABLED and runs_after_first_chunk >= MIN_RUNS and other_processes_can_open(engine)
 
 
 class Prep:
@@ -85,15 +83,13 @@ class Prep:
         is dropped if the prep process has not begun it)."""
         wake = asyncio.ensure_future(hungry.wait())
         try:
-            for wrapped in (asyncio.wrap_future(fut), None):
-                if wrapped is None:  # the outer future gave the pool's own
-                    wrapped = asyncio.wrap_future(fut.result())
-                if not wrapped.done():
-                    await asyncio.wait({wrapped, wake}, return_when=asyncio.FIRST_COMPLETED)
-                if not wrapped.done():
-                    wrapped.cancel()
-                    return None
-            return wrapped.result()
+            outer = asyncio.wrap_future(fut)
+            if not await _first_of(outer, wake):
+                return None
+            inner = asyncio.wrap_future(outer.result())  # the pool's own future
+            if not await _first_of(inner, wake):
+                return None
+            return inner.result()
         finally:
             wake.cancel()
 
@@ -107,6 +103,16 @@ class Prep:
         self.pool.shutdown(wait=True, cancel_futures=True)
 
 
+async def _first_of(fut: asyncio.Future, wake: asyncio.Future) -> bool:
+    """Wait for `fut` or `wake`; True when `fut` is done, else it is cancelled and False."""
+    if not fut.done():
+        await asyncio.wait({fut, wake}, return_when=asyncio.FIRST_COMPLETED)
+    if fut.done():
+        return True
+    fut.cancel()
+    return False
+
+
 _STATE: dict[str, Any] = {}
 
 
@@ -118,11 +124,11 @@ def _init(url: str, lead: int) -> None:
     from sqlmodel import Session
 
     from app.core.db import make_engine
-    from app.judges.runner import _die_with_parent, _watch_lead
+    from app.judges.runner import GC_THRESHOLD, _die_with_parent, _watch_lead
 
     _die_with_parent()
     _watch_lead(lead)
-    gc.set_threshold(max(gc.get_threshold()[0], 50_000), *gc.get_threshold()[1:])
+    gc.set_threshold(max(gc.get_threshold()[0], GC_THRESHOLD), *gc.get_threshold()[1:])
     _STATE["session"] = Session(make_engine(url))
 
 
@@ -130,12 +136,8 @@ def _chunk(run_pks: list[int], threshold: float) -> dict[int, Any]:
     """In the prep process: each stored run's prompt data, by run pk, without the taxonomy."""
     from app.judges import service
 
-    out = {}
-    for pk, run in service.load_runs(_STATE["session"], [{"run_pk": pk} for pk in run_pks]).items():
-        view = run_view(run, _NO_TAXONOMY, success_threshold=threshold)
-        view.base["taxonomy"], view.modes = None, []
-        out[pk] = view
-    return out
+    runs = service.load_runs(_STATE["session"], [{"run_pk": pk} for pk in run_pks])
+    return {pk: run_view(run, _NO_TAXONOMY, success_threshold=threshold) for pk, run in runs.items()}
 
 
 def _configure_mappers() -> None:

@@ -59,6 +59,7 @@ from aiolimiter import AsyncLimiter
 from sqlalchemy.engine import Engine
 from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt
 
+from app.core.db import other_processes_can_open
 from app.judges import prep as prep_mod
 from app.judges.parse import SCHEMAS, AnswerError, extract_json
 from app.judges.prompts import call_variables, compile_templates, estimate_tokens, render_messages, run_view
@@ -568,6 +569,7 @@ async def _run(engine: Engine, judge_run_id: int, progress: Callable[[Progress],
         # with several processes a process holds few runs ahead (its queue, the rest of its chunk),
         # so the others (a helper starts a few seconds late) find chunks left to take
         concurrency = int(defn["limits"]["concurrency"])
+        first_chunk = min(concurrency, 50)  # (one process alone: the size of the first chunk it reads)
         queue: asyncio.Queue = asyncio.Queue(maxsize=concurrency if helper is not None else max(4 * concurrency, 32))
 
         handed: list[asyncio.Task] = []
@@ -583,9 +585,8 @@ async def _run(engine: Engine, judge_run_id: int, progress: Callable[[Progress],
             if helper is not None and not helper.get("lead"):
                 await loop.run_in_executor(store.reader, _helper_ready)  # the lead made room for us
             if helper is None:  # a first chunk as large as the concurrency, read soonest, then 50 at a time
-                first = min(concurrency, 50)
-                yield items[:first]
-                for start in range(first, len(items), 50):
+                yield items[:first_chunk]
+                for start in range(first_chunk, len(items), 50):
                     yield items[start:start + 50]
                 return
             while True:  # several processes: each takes the next chunk of the shared queue
@@ -762,7 +763,7 @@ async def _run(engine: Engine, judge_run_id: int, progress: Callable[[Progress],
             _report(progress, prog)
         if team is not None:
             team.start(items)
-        if team is None and helper is None and prep_mod.wanted(engine, len(items) - min(concurrency, 50)):
+        if team is None and helper is None and prep_mod.wanted(engine, len(items) - first_chunk):
             try:
                 prep = prep_mod.Prep(engine, setup["threshold"])
             except Exception:  # noqa: BLE001 - no second process here: this one reads
@@ -829,6 +830,9 @@ async def _run(engine: Engine, judge_run_id: int, progress: Callable[[Progress],
         store.close()
 
 
+#: the cyclic collector's first threshold while a judge run runs (`_fewer_collections`; the prep
+#: process's too)
+GC_THRESHOLD = 50_000
 _GC_LOCK = threading.Lock()
 _GC_USERS: list[Any] = [0, None]  # judge runs in this process now, the threshold before the first
 
@@ -847,7 +851,7 @@ class _fewer_collections:  # noqa: N801 - used as a context manager
         with _GC_LOCK:
             if _GC_USERS[0] == 0:
                 _GC_USERS[1] = gc.get_threshold()
-                gc.set_threshold(max(_GC_USERS[1][0], 50_000), *_GC_USERS[1][1:])
+                gc.set_threshold(max(_GC_USERS[1][0], GC_THRESHOLD), *_GC_USERS[1][1:])
             _GC_USERS[0] += 1
 
     def __exit__(self, *exc: Any) -> None:
@@ -915,8 +919,7 @@ def processes_for(defn: dict[str, Any], n_items: int, requested: int | None = No
     want = requested if requested is not None else defn["limits"].get("processes")
     if want is None:
         want = min(2, os.cpu_count() or 1) if n_items >= PARALLEL_MIN_RUNS else 1
-    if engine is not None and engine.dialect.name == "sqlite" and (
-            not engine.url.database or engine.url.database == ":memory:" or "mode=memory" in str(engine.url)):
+    if engine is not None and not other_processes_can_open(engine):
         return 1
     return max(1, min(int(want), int(defn["limits"]["concurrency"]), n_items))
 
