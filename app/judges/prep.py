@@ -33,6 +33,7 @@ from typing import Any
 from sqlalchemy.engine import Engine
 
 from app.judges.prompts import run_view
+from app.judges.request import prepare_first
 
 #: a judge run with this many runs or more beyond its first chunk gets a prep process
 MIN_RUNS = 200
@@ -60,14 +61,15 @@ class Prep:
     """One judge run's prep process (a `concurrent.futures.ProcessPoolExecutor` of one process,
     started by the runner's start method): `submit` a chunk of items, then `await result(...)`."""
 
-    def __init__(self, engine: Engine, threshold: float):
+    def __init__(self, engine: Engine, setup: dict[str, Any]):
         from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 
         from app.judges.runner import _context
 
-        self.threshold = threshold
         url = engine.url.render_as_string(hide_password=False)
-        self.pool = ProcessPoolExecutor(1, mp_context=_context(), initializer=_init, initargs=(url, os.getpid()))
+        judge = {k: setup[k] for k in ("definition", "taxonomy_vars", "threshold")}
+        self.pool = ProcessPoolExecutor(1, mp_context=_context(), initializer=_init,
+                                        initargs=(url, os.getpid(), judge))
         # chunks are handed to the pool from a thread of their own: the pool starts its process on
         # the first, and waits for the fork server to fork it (tens of ms), which must not stop the
         # runner's event loop
@@ -75,7 +77,7 @@ class Prep:
 
     def submit(self, chunk: list[dict[str, Any]]) -> Any:
         """Hand a chunk to the prep process: a future of the pool's future of its prompt data."""
-        return self.submitter.submit(self.pool.submit, _chunk, [item["run_pk"] for item in chunk], self.threshold)
+        return self.submitter.submit(self.pool.submit, _chunk, [item["run_pk"] for item in chunk])
 
     async def result(self, fut: Any, hungry: asyncio.Event) -> dict[int, Any] | None:
         """A chunk's prompt data by run pk (a run no longer stored is absent); None when `hungry`
@@ -116,9 +118,10 @@ async def _first_of(fut: asyncio.Future, wake: asyncio.Future) -> bool:
 _STATE: dict[str, Any] = {}
 
 
-def _init(url: str, lead: int) -> None:
+def _init(url: str, lead: int, judge: dict[str, Any]) -> None:
     """In the prep process, first: end with the runner, collect garbage less often (as the runner
-    does, `app.judges.runner._fewer_collections`), open the database."""
+    does, `app.judges.runner._fewer_collections`), open the database, keep what the judge run
+    asks (its definition, taxonomy and success threshold)."""
     import gc
 
     from sqlmodel import Session
@@ -130,14 +133,25 @@ def _init(url: str, lead: int) -> None:
     _watch_lead(lead)
     gc.set_threshold(max(gc.get_threshold()[0], GC_THRESHOLD), *gc.get_threshold()[1:])
     _STATE["session"] = Session(make_engine(url))
+    _STATE["judge"] = judge
 
 
-def _chunk(run_pks: list[int], threshold: float) -> dict[int, Any]:
-    """In the prep process: each stored run's prompt data, by run pk, without the taxonomy."""
+def _chunk(run_pks: list[int]) -> dict[int, Any]:
+    """In the prep process: each stored run's prompt data with its first call made
+    (`app.judges.request.prepare_first`), by run pk, without the taxonomy."""
     from app.judges import service
 
+    judge = _STATE["judge"]
     runs = service.load_runs(_STATE["session"], [{"run_pk": pk} for pk in run_pks])
-    return {pk: run_view(run, _NO_TAXONOMY, success_threshold=threshold) for pk, run in runs.items()}
+    views = {}
+    for pk, run in runs.items():
+        view = views[pk] = run_view(run, judge["taxonomy_vars"], success_threshold=judge["threshold"])
+        try:
+            prepare_first(judge["definition"], view)
+        except Exception:  # noqa: BLE001 - the runner makes this call itself, and meets its error there
+            view.memo = None
+        view.base["taxonomy"], view.modes = _NO_TAXONOMY, []
+    return views
 
 
 def _configure_mappers() -> None:

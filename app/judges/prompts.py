@@ -125,6 +125,11 @@ def estimate_tokens(text: str) -> int:
     return math.ceil(len(text) / CHARS_PER_TOKEN)
 
 
+def memo_key(value: Any) -> bytes:
+    """A hashable key of plain data (sorted JSON bytes)."""
+    return orjson.dumps(value, option=orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS, default=str)
+
+
 def _compact(value: Any) -> str:
     try:
         return orjson.dumps(value, option=orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS).decode()
@@ -145,6 +150,9 @@ class RunView:
     modes: list[dict[str, Any]]
     seqs: set[int] = field(default_factory=set)
     actor_of: dict[int, str] = field(default_factory=dict)
+    #: what was made ahead for this run (`app.judges.request.prepare_first`: the first call's
+    #: windows and request), None when nothing is kept
+    memo: dict[Any, Any] | None = None
 
     @property
     def run_id(self) -> str:

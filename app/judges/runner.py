@@ -40,9 +40,8 @@ runs an event loop in the calling thread and
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
-import hashlib
-import json
 import logging
 import os
 import random
@@ -61,14 +60,17 @@ from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt
 
 from app.core.db import other_processes_can_open
 from app.judges import prep as prep_mod
-from app.judges.parse import SCHEMAS, AnswerError, extract_json
-from app.judges.prompts import call_variables, compile_templates, estimate_tokens, render_messages, run_view
+from app.judges.parse import AnswerError, extract_json
+from app.judges.prompts import compile_templates, estimate_tokens, run_view
+from app.judges.request import PreparedCall, call_messages, prepared, request_key, request_params
 from app.judges.strategies import CallSpec, Outcome, judge
 
 log = logging.getLogger("a2annotate.judges")
 
 FLUSH_SECONDS = 0.25
 FLUSH_ITEMS = 64
+#: the longest the second chunk's read waits for the first chunk's requests to be sent
+FIRST_OUT_WAIT = 0.1
 RETRY_STATUS = {408, 409, 429}
 MAX_RETRY_AFTER = 600.0
 
@@ -122,17 +124,6 @@ class ResultOut:
 
 
 # --------------------------------------------------------------------------- the request side
-
-def request_key(payload: dict[str, Any]) -> str:
-    """The cache key of a request: the sha256 of its JSON with sorted keys (orjson; the same bytes as
-    ``json.dumps(sort_keys=True, ensure_ascii=False, separators=(",", ":"))`` for the strings,
-    integers and plain floats a request holds)."""
-    try:
-        data = orjson.dumps(payload, option=orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS, default=str)
-    except TypeError:
-        data = json.dumps(payload, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str).encode()
-    return hashlib.sha256(data).hexdigest()
-
 
 #: every request's body is the JSON bytes made here (orjson), sent as they are; each request also
 #: passes its cache key as the SDK's ``idempotency_key`` (the same for every attempt of it; without
@@ -227,20 +218,22 @@ class Endpoint:
     """One judge's connection: the client, the limits and the accounting of its requests."""
 
     def __init__(self, defn: dict[str, Any], cache_get: Callable[[str], Any], cache_put: Callable[..., None],
-                 on_state: Callable[[int, str], None], stopped: Callable[[], bool] = lambda: False):
+                 on_state: Callable[[int, str], None], stopped: Callable[[], bool] = lambda: False,
+                 on_send: Callable[[], None] | None = None):
         import openai
 
         ep, lim = defn["endpoint"], defn["limits"]
         self.defn = defn
         self.client = openai.AsyncOpenAI(base_url=ep["base_url"], api_key=os.environ.get(ep["api_key_env"]) or "unset",
                                          max_retries=0, timeout=float(lim["timeout_seconds"]), **_http_client())
+        self.client.default_headers  # noqa: B018 - made now (the SDK's platform headers, once a process), not by the first request
         self.semaphore = asyncio.Semaphore(int(lim["concurrency"]))
         rpm, tpm = int(lim["requests_per_minute"] or 0), int(lim["tokens_per_minute"] or 0)
         self.requests = AsyncLimiter(rpm, 60) if rpm else None
         self.tokens = AsyncLimiter(tpm, 60) if tpm else None
         self.tpm = tpm
         self.cache_get, self.cache_put, self.on_state = cache_get, cache_put, on_state
-        self.stopped = stopped
+        self.stopped, self.on_send = stopped, on_send
         # without a cost cap, a request's freed slot is handed on before its answer is read (one
         # loop turn sooner: measured, 1-2% of a fast judge run's wall); with one, the answer's cost
         # is counted and the cap checked first, so a cap reached stops the waiting request unsent
@@ -250,23 +243,6 @@ class Endpoint:
 
     async def close(self) -> None:
         await self.client.close()
-
-    def _params(self, answer: str) -> dict[str, Any]:
-        s, out = self.defn["sampling"], self.defn["output"]
-        p: dict[str, Any] = {"model": self.defn["endpoint"]["model"], "temperature": s["temperature"],
-                             "max_tokens": s["max_tokens"]}
-        if s.get("top_p") is not None:
-            p["top_p"] = s["top_p"]
-        if s.get("seed") is not None:
-            p["seed"] = s["seed"]
-        if out == "json_schema":
-            p["response_format"] = {"type": "json_schema",
-                                    "json_schema": {"name": "judge_answer", "schema": SCHEMAS[answer], "strict": True}}
-        elif out == "tools":
-            p["tools"] = [{"type": "function", "function": {"name": "answer", "description": "Give the answer.",
-                                                            "parameters": SCHEMAS[answer]}}]
-            p["tool_choice"] = {"type": "function", "function": {"name": "answer"}}
-        return p
 
     def _wait(self, retry_state) -> float:
         exc = retry_state.outcome.exception()
@@ -296,6 +272,8 @@ class Endpoint:
                         await self.tokens.acquire(min(est_tokens, self.tpm))
                     if self.stopped():  # stopped while this request waited for its slot: not sent
                         raise Stopped()
+                    if self.on_send is not None:
+                        self.on_send()
                     raw = await self.client.post("/chat/completions", cast_to=bytes, content=body,
                                                  options={**_JSON_OPTIONS, "idempotency_key": stat.request_key})
                 if self.hand_on:
@@ -317,19 +295,27 @@ class Endpoint:
         return str(text), choice.get("finish_reason") == "length"
 
     async def send(self, messages: list[dict[str, str]], answer: str, sample: int, result_id: int,
-                   position: int) -> tuple[str, CallStat]:
-        """One request (or its cached answer): the text and the call's accounting."""
-        params = self._params(answer)
-        key = request_key({"params": params, "messages": messages, "sample": sample})
+                   position: int, ahead: PreparedCall | None = None) -> tuple[str, CallStat]:
+        """One request (or its cached answer): the text and the call's accounting. `ahead`: these
+        messages' request, made ahead (`app.judges.request.prepare_call`)."""
+        if ahead is None:
+            params = request_params(self.defn, answer)
+            key = request_key({"params": params, "messages": messages, "sample": sample})
+        else:
+            key = ahead.keys[sample]
         stat = CallStat(position=position, request_key=key)
         hit = await self.cache_get(key)
         if hit is not None:
             stat.cached, stat.tokens_in, stat.tokens_out = True, hit[1], hit[2]
             return hit[0], stat
-        est = sum(estimate_tokens(m["content"]) for m in messages) + int(params["max_tokens"])
+        if ahead is None:
+            body = orjson.dumps({**params, "messages": messages})
+            est = sum(estimate_tokens(m["content"]) for m in messages) + int(params["max_tokens"])
+        else:
+            body, est = ahead.body, ahead.est_tokens
         t0 = time.perf_counter()
         try:
-            raw = await self._post(orjson.dumps({**params, "messages": messages}), est, result_id, stat)
+            raw = await self._post(body, est, result_id, stat)
             try:
                 response = orjson.loads(raw)
             except orjson.JSONDecodeError as exc:
@@ -364,9 +350,10 @@ class Asker:
         self.calls: list[CallStat] = []
         self.last_raw: str | None = None
 
-    async def _send(self, messages: list[dict[str, str]], answer: str, sample: int):
+    async def _send(self, messages: list[dict[str, str]], answer: str, sample: int,
+                    ahead: PreparedCall | None = None):
         try:
-            text, stat = await self.endpoint.send(messages, answer, sample, self.result_id, len(self.calls))
+            text, stat = await self.endpoint.send(messages, answer, sample, self.result_id, len(self.calls), ahead)
         except CallFailed as exc:
             if exc.stat is not None:
                 self.calls.append(exc.stat)
@@ -374,8 +361,9 @@ class Asker:
         self.calls.append(stat)
         return text, stat
 
-    async def _one(self, spec: CallSpec, messages: list[dict[str, str]], sample: int):
-        text, stat = await self._send(messages, spec.answer, sample)
+    async def _one(self, spec: CallSpec, messages: list[dict[str, str]], sample: int,
+                   ahead: PreparedCall | None = None):
+        text, stat = await self._send(messages, spec.answer, sample, ahead)
         self.last_raw = text
         try:
             return spec.parse(extract_json(text))
@@ -395,13 +383,12 @@ class Asker:
                 raise AnswerFailed(f"the answer could not be parsed, twice: {exc2}", text2) from None
 
     async def __call__(self, spec: CallSpec):
-        variables = call_variables(self.view, spec.window, kind=spec.kind, answer=spec.answer,
-                                   strategy=self.defn["strategy"], **spec.extras)
-        messages = render_messages(self.defn["prompts"], variables)
+        ahead = prepared(self.view, spec)  # (the prep process made the run's first call)
+        messages = ahead.messages if ahead is not None else call_messages(self.defn, self.view, spec)
         k = int(self.defn["sampling"]["samples"])
         if k == 1:
-            return [await self._one(spec, messages, 0)]
-        return list(await asyncio.gather(*(self._one(spec, messages, i) for i in range(k))))
+            return [await self._one(spec, messages, 0, ahead)]
+        return list(await asyncio.gather(*(self._one(spec, messages, i, ahead) for i in range(k))))
 
 
 # --------------------------------------------------------------------------- the run loop
@@ -569,7 +556,11 @@ async def _run(engine: Engine, judge_run_id: int, progress: Callable[[Progress],
         # with several processes a process holds few runs ahead (its queue, the rest of its chunk),
         # so the others (a helper starts a few seconds late) find chunks left to take
         concurrency = int(defn["limits"]["concurrency"])
-        first_chunk = min(concurrency, 50)  # (one process alone: the size of the first chunk it reads)
+        # one process alone reads its first two chunks itself (a prep process makes the rest): the
+        # first as large as the concurrency, read soonest; the second ready before the first
+        # answers come, while a prep process starts
+        first_chunk = min(concurrency, 50)
+        second_chunk = min(2 * concurrency, 50)
         queue: asyncio.Queue = asyncio.Queue(maxsize=concurrency if helper is not None else max(4 * concurrency, 32))
 
         handed: list[asyncio.Task] = []
@@ -584,9 +575,10 @@ async def _run(engine: Engine, judge_run_id: int, progress: Callable[[Progress],
         async def chunks():
             if helper is not None and not helper.get("lead"):
                 await loop.run_in_executor(store.reader, _helper_ready)  # the lead made room for us
-            if helper is None:  # a first chunk as large as the concurrency, read soonest, then 50 at a time
+            if helper is None:  # the first two chunks (above), then 50 runs at a time
                 yield items[:first_chunk]
-                for start in range(first_chunk, len(items), 50):
+                yield items[first_chunk:first_chunk + second_chunk]
+                for start in range(first_chunk + second_chunk, len(items), 50):
                     yield items[start:start + 50]
                 return
             while True:  # several processes: each takes the next chunk of the shared queue
@@ -605,7 +597,7 @@ async def _run(engine: Engine, judge_run_id: int, progress: Callable[[Progress],
             source = chunks()
             ahead: list[tuple[list[dict[str, Any]], Any]] = []  # chunks taken, each with its prep future
             missed = 0  # chunks in a row the prep process had not made when a worker wanted a run
-            second = None
+            prep_first = None  # the prep process's first chunk (it may be late: the process starts)
 
             async def take() -> bool:  # the next chunk, handed to the prep process at once when there is one
                 chunk = await anext(source, None)
@@ -615,11 +607,20 @@ async def _run(engine: Engine, judge_run_id: int, progress: Callable[[Progress],
 
             first = await anext(source, None)
             if first is not None and not stop.is_set():
+                second = await anext(source, None) if prep is not None else None
                 if prep is not None:
-                    await take()  # the second chunk is made in the prep process while this one reads the first
-                    second = ahead[0][0] if ahead else None
+                    await take()  # the third chunk is made in the prep process while these two are read here
+                    prep_first = ahead[0][0] if ahead else None
+                first_wave[0] = len(first)
                 for entry in await read(first):
                     await queue.put(entry)
+                if second:
+                    # read once the first chunk's requests are out: reading holds the GIL, which the
+                    # first requests' cache lookup and connections wait for
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(first_out.wait(), FIRST_OUT_WAIT)
+                    for entry in await read(second):
+                        await queue.put(entry)
             while not stop.is_set() and (ahead or await take()):
                 chunk, fut = ahead.pop(0)
                 if prep is not None and not ahead:
@@ -637,7 +638,7 @@ async def _run(engine: Engine, judge_run_id: int, progress: Callable[[Progress],
                         if views is not None:
                             missed = 0
                             got = [(item, None, views.get(item["run_pk"], prep_mod.MISSING)) for item in chunk]
-                        elif chunk is not second:  # (the second chunk may be wanted while it starts)
+                        elif chunk is not prep_first:  # (its first chunk may be wanted while it starts)
                             missed += 1
                             if missed >= prep_mod.MISSES:
                                 log.info("judge run %s: the prep process does not keep up; the runs are read "
@@ -649,7 +650,7 @@ async def _run(engine: Engine, judge_run_id: int, progress: Callable[[Progress],
             for _ in range(workers_n):
                 await queue.put(None)
 
-        async def flush(final: bool = False) -> None:
+        async def flush(final: bool = False, finish: tuple[str, str | None] | None = None) -> None:
             async with lock:
                 states = dict(pending_states)
                 pending_states.clear()
@@ -661,7 +662,7 @@ async def _run(engine: Engine, judge_run_id: int, progress: Callable[[Progress],
                 try:
                     cancelled, totals = await loop.run_in_executor(store.writer, service.runner_flush,
                                                                    store.wsession, setup, states, results, cache,
-                                                                   counters)
+                                                                   counters, finish)
                 except Exception:
                     log.exception("judge run %s: storing results failed", judge_run_id)
                     raise
@@ -680,6 +681,8 @@ async def _run(engine: Engine, judge_run_id: int, progress: Callable[[Progress],
                 except TimeoutError:
                     pass
                 wake.clear()
+                if stop.is_set():  # the last batch is the final flush's
+                    return
                 if cancel is not None and cancel.is_set():
                     stop_now("cancelled")
                 if helper is not None and not helper.get("lead") and os.getppid() != helper["parent"]:
@@ -723,6 +726,8 @@ async def _run(engine: Engine, judge_run_id: int, progress: Callable[[Progress],
                 out.raw = asker.last_raw
             finally:
                 prog.running -= 1
+                if not first_out.is_set():
+                    launched()
             out.calls = asker.calls
             pending_states.pop(rid, None)
             pending_results.append(out)
@@ -745,6 +750,13 @@ async def _run(engine: Engine, judge_run_id: int, progress: Callable[[Progress],
                 wake.set()
 
         hungry = asyncio.Event()  # set: a worker found no run waiting (the feeder then reads runs here)
+        first_out = asyncio.Event()  # set: as many requests sent, or runs ended, as the first chunk has runs
+        first_wave = [0, 0]  # the first chunk's size (once read), requests sent and runs ended since
+
+        def launched() -> None:
+            first_wave[1] += 1
+            if first_wave[1] >= first_wave[0]:
+                first_out.set()
 
         async def worker() -> None:
             while not stop.is_set():
@@ -763,15 +775,15 @@ async def _run(engine: Engine, judge_run_id: int, progress: Callable[[Progress],
             _report(progress, prog)
         if team is not None:
             team.start(items)
-        if team is None and helper is None and prep_mod.wanted(engine, len(items) - first_chunk):
+        if team is None and helper is None and prep_mod.wanted(engine, len(items) - first_chunk - second_chunk):
             try:
-                prep = prep_mod.Prep(engine, setup["threshold"])
+                prep = prep_mod.Prep(engine, setup)
             except Exception:  # noqa: BLE001 - no second process here: this one reads
                 log.exception("judge run %s: no prep process; reading in this process", judge_run_id)
         feeder = asyncio.create_task(feed())
         await asyncio.sleep(0)  # the feeder hands the first read to the reader thread...
         try:  # ...which reads while the client is made and the templates compiled here
-            endpoint = Endpoint(defn, cache_get, cache_put, on_state, stopped=stop.is_set)
+            endpoint = Endpoint(defn, cache_get, cache_put, on_state, stopped=stop.is_set, on_send=launched)
             compile_templates(defn["prompts"])
         except BaseException:
             feeder.cancel()
@@ -803,7 +815,8 @@ async def _run(engine: Engine, judge_run_id: int, progress: Callable[[Progress],
         prog.state = "cancelled" if reason == "cancelled" else ("error" if reason else "done")
         prog.reason = reason
         prog.delayed = 0
-        await flush(final=True)
+        alone = helper is None and team is None  # one process: its last batch ends the judge run too
+        await flush(final=True, finish=(prog.state, reason if prog.state == "error" else None) if alone else None)
         if helper is not None and team is None:  # a helper: the lead ends the judge run
             return prog
         if team is not None:
@@ -813,9 +826,8 @@ async def _run(engine: Engine, judge_run_id: int, progress: Callable[[Progress],
             errors = [r for r in reasons if r and r != "cancelled"]
             reason = errors[0] if errors else ("cancelled" if "cancelled" in reasons else None)
             prog.state = "cancelled" if reason == "cancelled" else ("error" if reason else "done")
-        await loop.run_in_executor(store.writer, service.runner_finish, store.wsession, judge_run_id, prog.state,
-                                   reason if prog.state == "error" else None)
-        if team is not None:
+            await loop.run_in_executor(store.writer, service.runner_finish, store.wsession, judge_run_id, prog.state,
+                                       reason if prog.state == "error" else None)
             _, totals = await loop.run_in_executor(store.writer, service.runner_totals, store.wsession, judge_run_id)
             for k, v in totals.items():
                 setattr(prog, k, v)

@@ -532,13 +532,14 @@ COUNTERS = {"done": "n_done", "error": "n_error", "calls": "n_calls", "tokens_in
 
 
 def runner_flush(session: Session, setup: dict[str, Any], states: dict[int, str], results: list, cache: dict,
-                 counters: dict[str, Any]) -> tuple[bool, dict[str, Any]]:
+                 counters: dict[str, Any], finish: tuple[str, str | None] | None = None) -> tuple[bool, dict[str, Any]]:
     """One writer batch, in one transaction: states, cache entries, finished results with their
     calls and annotations (a few statements for the whole batch, not one set per run), the judge
     run's counters and heartbeat. `counters` are what this process added since its last batch
     (`COUNTERS`): they are written as increments (``n_done = n_done + 3``), so the processes of one
-    judge run never overwrite each other's. Returns whether the judge run was asked to stop and its
-    counters after this batch (every process's)."""
+    judge run never overwrite each other's. `finish` (state, error): the last batch of a judge run
+    in one process, which ends it in the same transaction (`runner_finish`). Returns whether the
+    judge run was asked to stop and its counters after this batch (every process's)."""
     now = utcnow()
     conn = session.connection()
     res_t = JudgeResult.__table__
@@ -602,6 +603,8 @@ def runner_flush(session: Session, setup: dict[str, Any], states: dict[int, str]
     conn.execute(update(jt).where(jt.c.id == setup["judge_run_id"]).values(values))
     row = conn.execute(select(jt.c.cancel_requested, *(jt.c[col] for col in COUNTERS.values()))
                        .where(jt.c.id == setup["judge_run_id"])).one()
+    if finish is not None:
+        _finish(session, setup["judge_run_id"], *finish)
     session.commit()
     return bool(row[0]), dict(zip(COUNTERS, row[1:]))
 
@@ -616,6 +619,13 @@ def runner_totals(session: Session, judge_run_id: int) -> tuple[bool, dict[str, 
 
 
 def runner_finish(session: Session, judge_run_id: int, state: str, error: str | None) -> None:
+    """End the judge run: its state, error and end time, its sums over its calls; runs left
+    ``running`` or ``delayed`` go back to ``queued``."""
+    _finish(session, judge_run_id, state, error)
+    session.commit()
+
+
+def _finish(session: Session, judge_run_id: int, state: str, error: str | None) -> None:
     jr = session.get(JudgeRun, judge_run_id)
     session.refresh(jr)
     # runs that were in flight when the judge run stopped wait for the next one
@@ -631,7 +641,7 @@ def runner_finish(session: Session, judge_run_id: int, state: str, error: str | 
     jr.cost = round(float(sums[4]), 8)
     jr.state, jr.error, jr.finished_at = state, error, utcnow()
     session.add(jr)
-    session.commit()
+    session.flush()
 
 
 # --------------------------------------------------------------------------- reading

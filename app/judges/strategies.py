@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from app.judges.parse import RunFacts, parse_attribution, parse_labels, parse_present
-from app.judges.prompts import RunView, Window, fixed_tokens, split_windows
+from app.judges.prompts import RunView, Window, fixed_tokens, memo_key, split_windows
 
 
 @dataclass
@@ -70,10 +70,17 @@ def facts_of(view: RunView, modes: list[str]) -> RunFacts:
 
 
 def windows_for(defn: dict[str, Any], view: RunView, lines=None, **kw: Any) -> list[Window]:
-    """The windows of this call's trace: the context budget minus the fixed prompt and the answer."""
+    """The windows of this call's trace: the context budget minus the fixed prompt and the answer
+    (over the whole trace: kept in ``view.memo`` when the view keeps one)."""
+    key = ("windows", memo_key(kw)) if view.memo is not None and lines is None else None
+    if key is not None and key in view.memo:
+        return view.memo[key]
     fixed = fixed_tokens(defn["prompts"], view, **kw)
     budget = defn["context"]["max_tokens"] - defn["sampling"]["max_tokens"] - fixed
-    return split_windows(view.lines if lines is None else lines, budget, defn["context"]["window_overlap"])
+    wins = split_windows(view.lines if lines is None else lines, budget, defn["context"]["window_overlap"])
+    if key is not None:
+        view.memo[key] = wins
+    return wins
 
 
 def _vote_labels(samples: list[tuple[dict[str, Any], list[str]]], threshold: float
@@ -313,3 +320,25 @@ STRATEGIES: dict[str, Callable[[dict[str, Any], RunView, Ask], Awaitable[Outcome
 async def judge(defn: dict[str, Any], view: RunView, ask: Ask) -> Outcome:
     """Run the judge's strategy over one run."""
     return await STRATEGIES[defn["strategy"]](defn, view, ask)
+
+
+class _Asked(Exception):
+    def __init__(self, spec: CallSpec):
+        self.spec = spec
+
+
+def first_call(defn: dict[str, Any], view: RunView) -> CallSpec | None:
+    """The strategy's first question about this run (it depends on no answer), without asking it;
+    None when the strategy asks nothing (say, a run without events for binary search)."""
+    async def ask(spec: CallSpec):
+        raise _Asked(spec)
+
+    coro = judge(defn, view, ask)
+    try:
+        coro.send(None)  # the fake ask raises before anything is awaited
+    except _Asked as asked:
+        return asked.spec
+    except StopIteration:
+        return None
+    coro.close()  # (a strategy that awaited something else: not asked ahead)
+    return None

@@ -48,35 +48,41 @@ def counted(monkeypatch, lowered):
     return made
 
 
-def _judge(engine, runs, name, model, asked, lock):
+def _judge(engine, runs, name, model, asked, lock, strategy="all-at-once", extra=""):
     def script(req):
         with lock:
             asked.setdefault(name, {}).setdefault(req.run_id, []).append(req.body["messages"])
         return Reply(text=json.dumps(truth_answer(runs[req.run_id])), delay=0.02)
 
     with StandIn(script) as srv:
-        text = judge_file(srv.base_url, name=name, extra=LIMITS).replace("model: stand-in", f"model: {model}")
+        text = judge_file(srv.base_url, name=name, strategy=strategy, extra=LIMITS + extra).replace(
+            "model: stand-in", f"model: {model}")
         jv_id, jr_id = _register_plan(engine, text)
         prog = service.execute(engine, jr_id, processes=1)
     return prog
 
 
-def test_prep_process_gives_the_same_requests_and_labels(engine, counted, monkeypatch):
+@pytest.mark.parametrize("strategy,extra,per_agent", [("all-at-once", "", 0),
+                                                       ("per-agent", "sampling: {samples: 2}\n", 2)])
+def test_prep_process_gives_the_same_requests_and_labels(engine, counted, monkeypatch, strategy, extra, per_agent):
+    """The prep process also makes each run's first call (`app.judges.request.prepare_first`): with
+    samples, one call's requests are several, and a per-agent judge asks more than one call."""
     runs = load_demo(engine, N_RUNS)
     asked: dict[str, dict[str, list]] = {}
     lock = threading.Lock()
-    prog = _judge(engine, runs, "tj", "m1", asked, lock)
+    prog = _judge(engine, runs, "tj", "m1", asked, lock, strategy, extra)
     assert prog.state == "done" and prog.done == N_RUNS and prog.error == 0
-    # chunks of 8 (read here while the prep process starts), then 50, 50, 12 from the prep process
-    assert counted == {"chunks": 3, "runs": N_RUNS - 8}, counted
+    # chunks of 8 and 16 (read here while the prep process starts), then 50 and 46 from the prep process
+    assert counted == {"chunks": 2, "runs": N_RUNS - 8 - 16}, counted
     made = dict(counted)
     monkeypatch.setattr(prep, "ENABLED", False)  # the same judge, another model: read in the runner
-    prog = _judge(engine, runs, "tk", "m2", asked, lock)
+    prog = _judge(engine, runs, "tk", "m2", asked, lock, strategy, extra)
     assert prog.done == N_RUNS and counted == made
-    # every run asked once by each, with the same messages, and the same labels stored
+    # every run asked as often by each, with the same messages, and the same labels stored
     assert set(asked["tj"]) == set(asked["tk"]) == set(runs)
-    assert all(len(v) == 1 for name in ("tj", "tk") for v in asked[name].values())
-    assert all(asked["tj"][rid] == asked["tk"][rid] for rid in runs)
+    assert all(len(asked[name][rid]) == (per_agent * len(run["agents"]) or 1)
+               for name in ("tj", "tk") for rid, run in runs.items())
+    assert all(sorted(map(json.dumps, asked["tj"][rid])) == sorted(map(json.dumps, asked["tk"][rid])) for rid in runs)
     with Session(engine) as s:
         expected = {rid: _expected(run) for rid, run in runs.items()}
         assert _judge_labels(s, "tj") == expected == _judge_labels(s, "tk")
