@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import functools
 import logging
 import os
@@ -145,20 +146,36 @@ def tls_context() -> Any:
         return None
 
 
-def _http_client() -> dict[str, Any]:
-    """The SDK's aiohttp transport (``openai[aiohttp]``) when it is installed, on this process's
-    TLS context (`tls_context`): less CPU per request than its default httpx transport; else
-    nothing (the default)."""
+def _http_client(**kw: Any) -> dict[str, Any]:
+    """The SDK's HTTP client: its aiohttp transport (``openai[aiohttp]``, less CPU per request than
+    its default httpx transport) when it is installed, else its default one, on this process's TLS
+    context (`tls_context`); `kw` (say, ``event_hooks``) go to the client."""
     import openai
 
-    factory = getattr(openai, "DefaultAioHttpClient", None)
-    if factory is None:
-        return {}
     ctx = tls_context()
-    try:
-        return {"http_client": factory(**({"verify": ctx} if ctx is not None else {}))}
-    except RuntimeError:  # the SDK says the aiohttp extra is missing
-        return {}
+    if ctx is not None:
+        kw.setdefault("verify", ctx)
+    factory = getattr(openai, "DefaultAioHttpClient", None)
+    if factory is not None:
+        try:
+            return {"http_client": factory(**kw)}
+        except RuntimeError:  # the SDK says the aiohttp extra is missing
+            pass
+    return {"http_client": openai.DefaultAsyncHttpxClient(**kw)}
+
+
+class _Slot:
+    """One request attempt's hold on a request slot (`Endpoint._post`)."""
+
+    __slots__ = ("held",)
+
+    def __init__(self) -> None:
+        self.held = False
+
+
+#: the slot of the request attempt being sent in this task (`Endpoint._post` sets it; the HTTP
+#: client's event hooks, `Endpoint._slot_in` and `_slot_out`, take and free it)
+_SLOT: contextvars.ContextVar[_Slot | None] = contextvars.ContextVar("judge_request_slot", default=None)
 
 
 def _count(value: Any) -> int:
@@ -224,8 +241,13 @@ class Endpoint:
 
         ep, lim = defn["endpoint"], defn["limits"]
         self.defn = defn
+        # a request holds its slot from just before it is sent to its answer's headers (the HTTP
+        # client's event hooks): the SDK builds the next request, and reads this one's answer,
+        # outside the slots, so `limits.concurrency` bounds what the server has in hand
+        hooks = {"request": [self._slot_in], "response": [self._slot_out]}
         self.client = openai.AsyncOpenAI(base_url=ep["base_url"], api_key=os.environ.get(ep["api_key_env"]) or "unset",
-                                         max_retries=0, timeout=float(lim["timeout_seconds"]), **_http_client())
+                                         max_retries=0, timeout=float(lim["timeout_seconds"]),
+                                         **_http_client(event_hooks=hooks))
         self.client.default_headers  # noqa: B018 - made now (the SDK's platform headers, once a process), not by the first request
         self.semaphore = asyncio.Semaphore(int(lim["concurrency"]))
         rpm, tpm = int(lim["requests_per_minute"] or 0), int(lim["tokens_per_minute"] or 0)
@@ -234,9 +256,10 @@ class Endpoint:
         self.tpm = tpm
         self.cache_get, self.cache_put, self.on_state = cache_get, cache_put, on_state
         self.stopped, self.on_send = stopped, on_send
-        # without a cost cap, a request's freed slot is handed on before its answer is read (one
-        # loop turn sooner: measured, 1-2% of a fast judge run's wall); with one, the answer's cost
-        # is counted and the cap checked first, so a cap reached stops the waiting request unsent
+        # without a cost cap, a request's slot is freed as its answer's headers come, and handed on
+        # at once (one loop turn sooner: measured, 1-2% of a fast judge run's wall); with one, once
+        # the answer's cost is counted and the cap checked, so a cap reached stops the waiting
+        # request unsent
         self.hand_on = lim.get("cost_cap") is None
         self.price_in = float(defn["prices"]["input_per_million"]) / 1e6
         self.price_out = float(defn["prices"]["output_per_million"]) / 1e6
@@ -254,7 +277,31 @@ class Endpoint:
         base = float(lim["backoff_initial_seconds"]) * (2 ** (retry_state.attempt_number - 1))
         return random.uniform(0, min(cap, base))  # full jitter
 
+    async def _slot_in(self, request: Any) -> None:
+        """The HTTP client's request hook: the attempt being sent waits for a request slot (held
+        already when the request follows a redirect)."""
+        slot = _SLOT.get()
+        if slot is None or slot.held:
+            return
+        await self.semaphore.acquire()
+        slot.held = True
+        if self.stopped():  # stopped while this request waited for its slot: not sent
+            raise Stopped()
+        if self.on_send is not None:
+            self.on_send()
+
+    async def _slot_out(self, response: Any) -> None:
+        """The HTTP client's response hook: the answer's headers came, the server is done with
+        the request; without a cost cap its slot goes to the request waiting for one now."""
+        slot = _SLOT.get()
+        if slot is not None and slot.held and self.hand_on:
+            slot.held = False
+            self.semaphore.release()
+            await asyncio.sleep(0)  # the request waiting for the slot just freed goes first
+
     async def _post(self, body: bytes, est_tokens: int, result_id: int, stat: CallStat) -> bytes:
+        import openai
+
         def before_sleep(_state) -> None:
             self.on_state(result_id, "delayed")
 
@@ -265,20 +312,24 @@ class Endpoint:
                 if stat.attempts:
                     self.on_state(result_id, "running")
                 stat.attempts += 1
-                async with self.semaphore:
-                    if self.requests is not None:
-                        await self.requests.acquire()
-                    if self.tokens is not None:
-                        await self.tokens.acquire(min(est_tokens, self.tpm))
-                    if self.stopped():  # stopped while this request waited for its slot: not sent
-                        raise Stopped()
-                    if self.on_send is not None:
-                        self.on_send()
-                    raw = await self.client.post("/chat/completions", cast_to=bytes, content=body,
-                                                 options={**_JSON_OPTIONS, "idempotency_key": stat.request_key})
-                if self.hand_on:
-                    await asyncio.sleep(0)  # the request waiting for the slot just freed goes first
-                return raw
+                if self.requests is not None:
+                    await self.requests.acquire()
+                if self.tokens is not None:
+                    await self.tokens.acquire(min(est_tokens, self.tpm))
+                slot = _Slot()
+                token = _SLOT.set(slot)
+                try:
+                    return await self.client.post("/chat/completions", cast_to=bytes, content=body,
+                                                  options={**_JSON_OPTIONS, "idempotency_key": stat.request_key})
+                except openai.APIConnectionError as exc:
+                    if isinstance(exc.__cause__, Stopped):  # (raised in the request hook; the SDK wraps it)
+                        raise Stopped() from None
+                    raise
+                finally:
+                    _SLOT.reset(token)
+                    if slot.held:  # (a cost cap, or no answer: the slot is freed here)
+                        slot.held = False
+                        self.semaphore.release()
         raise AssertionError("unreachable")  # pragma: no cover
 
     def _content(self, response: Any) -> tuple[str, bool]:
@@ -577,7 +628,8 @@ async def _run(engine: Engine, judge_run_id: int, progress: Callable[[Progress],
                 await loop.run_in_executor(store.reader, _helper_ready)  # the lead made room for us
             if helper is None:  # the first two chunks (above), then 50 runs at a time
                 yield items[:first_chunk]
-                yield items[first_chunk:first_chunk + second_chunk]
+                if len(items) > first_chunk:
+                    yield items[first_chunk:first_chunk + second_chunk]
                 for start in range(first_chunk + second_chunk, len(items), 50):
                     yield items[start:start + 50]
                 return
