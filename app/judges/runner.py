@@ -219,13 +219,25 @@ def retryable(exc: BaseException) -> bool:
     return False
 
 
+def _refused(exc: BaseException) -> OSError | None:
+    """The connection error under an SDK error, if any (its aiohttp transport reports a refused or
+    unreachable connection as a connect timeout)."""
+    seen = 0
+    while exc is not None and seen < 8:
+        if isinstance(exc, OSError) and not isinstance(exc, TimeoutError):
+            return exc
+        exc, seen = exc.__cause__ or exc.__context__, seen + 1
+    return None
+
+
 def _describe(exc: BaseException) -> str:
     import openai
 
     if isinstance(exc, openai.APIStatusError):
         return f"HTTP {exc.status_code}: {str(exc.message)[:300]}"
     if isinstance(exc, openai.APITimeoutError):
-        return "the request timed out"
+        refused = _refused(exc)
+        return f"connection failed: {str(refused)[:300]}" if refused is not None else "the request timed out"
     if isinstance(exc, openai.APIConnectionError):
         return f"connection failed: {exc}"
     return f"{type(exc).__name__}: {exc}"
